@@ -1,0 +1,194 @@
+package runner
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+)
+
+// Process is a runner started by StartProcess: the parent's handle on one
+// execution running in its own "srt-mcp __runner" process. Its methods match
+// Run's, and its events are the runner's, delivered to the sink in order.
+type Process struct {
+	cmd  *exec.Cmd
+	sink func(Event)
+
+	mu     sync.Mutex
+	ctl    *os.File
+	term   *Event
+	done   chan struct{}
+	stdinC bool
+}
+
+// StartProcess re-executes the srt-mcp binary in runner mode and hands it
+// spec over fd 3. The runner's lifetime is tied to this process (Pdeathsig
+// on Linux, EOF on the control fd everywhere).
+func StartProcess(spec Spec, sink func(Event)) (*Process, error) {
+	self, err := selfExe()
+	if err != nil {
+		return nil, fmt.Errorf("locate the srt-mcp binary: %w", err)
+	}
+	spec.Version = SpecVersion
+	body, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > MaxSpecBytes {
+		return nil, fmt.Errorf("the execution spec is %d bytes, more than the %d the runner accepts", len(body), MaxSpecBytes)
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	evR, evW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, ModeRunner)
+	cmd.Args[0] = "srt-mcp-runner"
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	cmd.ExtraFiles = []*os.File{specR, evW, ctlR}
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = runnerSysProcAttr()
+	err = cmd.Start()
+	specR.Close()
+	evW.Close()
+	ctlR.Close()
+	if err != nil {
+		specW.Close()
+		evR.Close()
+		ctlW.Close()
+		return nil, fmt.Errorf("start runner: %w", err)
+	}
+	p := &Process{cmd: cmd, sink: sink, ctl: ctlW, done: make(chan struct{})}
+	go func() {
+		_, _ = specW.Write(body)
+		specW.Close()
+	}()
+	go p.readEvents(evR)
+	return p, nil
+}
+
+func (p *Process) readEvents(r *os.File) {
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 256<<10), 64<<20)
+	var last uint64
+	for sc.Scan() {
+		var e Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			continue
+		}
+		last = e.Seq
+		if e.Terminal() {
+			p.mu.Lock()
+			p.term = &e
+			p.mu.Unlock()
+		}
+		p.sink(e)
+		if e.Terminal() {
+			break
+		}
+	}
+	_ = p.cmd.Wait()
+	p.mu.Lock()
+	if p.term == nil {
+		e := Event{Seq: last + 1, Type: EventError, TS: nowTS(), ErrCode: ErrCodeRunnerCrashed,
+			Message: "the runner process ended without reporting how the execution ended (" + p.cmd.ProcessState.String() + ")"}
+		p.term = &e
+		p.mu.Unlock()
+		p.sink(e)
+		p.mu.Lock()
+	}
+	p.ctl.Close()
+	p.mu.Unlock()
+	close(p.done)
+}
+
+func (p *Process) control(c Control) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.term != nil {
+		return ErrExited
+	}
+	if _, err := p.ctl.Write(append(b, '\n')); err != nil {
+		if errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) {
+			return ErrExited
+		}
+		return err
+	}
+	return nil
+}
+
+// Write sends bytes to the command's stdin.
+func (p *Process) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	closed := p.stdinC
+	p.mu.Unlock()
+	if closed {
+		return 0, errors.New("stdin was already closed")
+	}
+	if err := p.control(Control{Type: CtlStdin, Data: b}); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// CloseStdin closes the command's stdin (^D on a PTY).
+func (p *Process) CloseStdin() error {
+	err := p.control(Control{Type: CtlStdinClose})
+	if err == nil {
+		p.mu.Lock()
+		p.stdinC = true
+		p.mu.Unlock()
+	}
+	return err
+}
+
+// Resize sets the PTY window size.
+func (p *Process) Resize(rows, cols uint16) error {
+	return p.control(Control{Type: CtlResize, Rows: rows, Cols: cols})
+}
+
+// Signal sends sig to every process in the sandbox.
+func (p *Process) Signal(sig syscall.Signal) error {
+	return p.control(Control{Type: CtlSignal, Signal: signalName(sig)})
+}
+
+// Cancel asks the runner to end the execution (SIGTERM, grace, SIGKILL; or
+// SIGKILL at once with force).
+func (p *Process) Cancel(force bool) {
+	_ = p.control(Control{Type: CtlCancel, Force: force})
+}
+
+// Kill ends the runner process itself; its sandbox dies with it.
+func (p *Process) Kill() {
+	_ = p.cmd.Process.Kill()
+}
+
+// Wait blocks until the terminal event was delivered and returns it.
+func (p *Process) Wait() Event {
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return *p.term
+}
+
+// Done is closed after the terminal event was delivered.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Pid is the runner's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }

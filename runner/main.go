@@ -1,0 +1,123 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// Dispatch runs the hidden mode named by os.Args[1] ("__runner",
+// "__srt-init", "__srt-exec") and exits; it returns only when the process is
+// a normal srt-mcp invocation. Call it first thing in main, before any flag
+// parsing (runc's init.go does the same).
+func Dispatch() {
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
+	case ModeRunner:
+		os.Exit(runnerMain())
+	case ModeInit:
+		os.Exit(initMain())
+	case ModeExec:
+		os.Exit(execMain())
+	}
+}
+
+// Handle is what both an in-process Run and a re-executed runner Process
+// offer to their owner.
+type Handle interface {
+	Write(p []byte) (int, error)
+	CloseStdin() error
+	Resize(rows, cols uint16) error
+	Signal(sig syscall.Signal) error
+	Cancel(force bool)
+	Wait() Event
+	Done() <-chan struct{}
+}
+
+var (
+	_ Handle = (*Run)(nil)
+	_ Handle = (*Process)(nil)
+)
+
+// runnerMain is "srt-mcp __runner": one execution, driven over fds 3-5 (see
+// the protocol diagram in protocol.go).
+func runnerMain() int {
+	specF, evF, ctlF := os.NewFile(3, "spec"), os.NewFile(4, "events"), os.NewFile(5, "control")
+	for _, f := range []*os.File{specF, evF, ctlF} {
+		if f == nil {
+			fmt.Fprintln(os.Stderr, "srt-mcp: __runner is internal; it needs fds 3, 4 and 5 from its parent")
+			return 2
+		}
+		if _, err := f.Stat(); err != nil {
+			fmt.Fprintln(os.Stderr, "srt-mcp: __runner is internal; it needs fds 3, 4 and 5 from its parent")
+			return 2
+		}
+	}
+	var wmu sync.Mutex
+	enc := json.NewEncoder(evF)
+	sink := func(e Event) {
+		wmu.Lock()
+		_ = enc.Encode(e)
+		wmu.Unlock()
+	}
+	data, err := io.ReadAll(io.LimitReader(specF, MaxSpecBytes+1))
+	specF.Close()
+	var spec Spec
+	switch {
+	case err != nil:
+		err = fmt.Errorf("reading the spec: %v", err)
+	case len(data) > MaxSpecBytes:
+		err = fmt.Errorf("the spec is larger than %d bytes", MaxSpecBytes)
+	default:
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if derr := dec.Decode(&spec); derr != nil {
+			err = fmt.Errorf("malformed spec: %v", derr)
+		}
+	}
+	if err != nil {
+		sink(Event{Seq: 1, Type: EventError, TS: nowTS(), ErrCode: ErrCodeInvalidSpec, Message: err.Error()})
+		return 0
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	run, _ := Start(ctx, spec, sink, Options{})
+	go func() {
+		sc := bufio.NewScanner(ctlF)
+		sc.Buffer(make([]byte, 64<<10), 8<<20)
+		for sc.Scan() {
+			var c Control
+			if json.Unmarshal(sc.Bytes(), &c) != nil {
+				continue
+			}
+			switch c.Type {
+			case CtlStdin:
+				_, _ = run.Write(c.Data)
+			case CtlStdinClose:
+				_ = run.CloseStdin()
+			case CtlResize:
+				_ = run.Resize(c.Rows, c.Cols)
+			case CtlSignal:
+				if sig, err := ParseSignal(c.Signal); err == nil {
+					_ = run.Signal(sig)
+				}
+			case CtlCancel:
+				run.Cancel(c.Force)
+			}
+		}
+		// The parent is gone (or closed control): nobody is left to
+		// collect the output, so end the sandbox now.
+		cancel()
+		run.Cancel(true)
+	}()
+	run.Wait()
+	return 0
+}

@@ -1,0 +1,664 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/srt-mcp/srt-mcp/policy"
+)
+
+// MountKind says what one mount of the plan does.
+type MountKind string
+
+// Mount kinds. Every kind maps to one bwrap option and one seatbelt rule.
+const (
+	MountRO        MountKind = "ro-bind"    // host Src read-only at Dst
+	MountRW        MountKind = "bind"       // host Src writable at Dst
+	MountTmpfs     MountKind = "tmpfs"      // an empty private directory (Size bytes at most)
+	MountHideFile  MountKind = "hide-file"  // an unreadable, unwritable file
+	MountSymlink   MountKind = "symlink"    // a symlink at Dst pointing to Src
+	MountDir       MountKind = "dir"        // an empty directory inside an earlier tmpfs
+	MountProc      MountKind = "proc"       // a procfs of the sandbox's own pid namespace
+	MountDev       MountKind = "dev"        // a minimal /dev
+	MountRemountRO MountKind = "remount-ro" // make the mount at Dst read-only (last)
+)
+
+// Mount is one step of the sandbox's filesystem view.
+type Mount struct {
+	Kind MountKind `json:"kind"`
+	Src  string    `json:"src,omitempty"`
+	Dst  string    `json:"dst"`
+	Size int64     `json:"size,omitempty"`
+}
+
+// Fixed paths inside every sandbox.
+const (
+	SandboxTmp  = "/tmp"
+	SandboxHome = "/tmp/home"
+	SandboxShm  = "/dev/shm"
+	// SandboxSelf is where the srt-mcp binary is mounted read-only so the
+	// sandbox's PID 1 and exec stage can run.
+	SandboxSelf = "/run/srt-mcp/init"
+)
+
+// DefaultTmpBytes is the size of the private /tmp when the policy sets none.
+const DefaultTmpBytes = 512 << 20
+
+// Plan is a policy resolved against the host's filesystem: the ordered
+// mounts that build the sandbox's view, plus what the post-run sweep needs.
+type Plan struct {
+	Mounts []Mount `json:"mounts"`
+	// Cwd is the canonical working directory.
+	Cwd string `json:"cwd"`
+	// Writable are the writable roots (sandbox path = host path unless an
+	// extra mount maps it), scanned after the run for protected names the
+	// run created.
+	Writable []WritableRoot `json:"writable,omitempty"`
+	// Protected are the sandbox paths that were protected at start.
+	Protected []string `json:"protected,omitempty"`
+	// DenyWriteGlobs are absolute deny_write patterns; files the run creates
+	// that match them are removed by the sweep.
+	DenyWriteGlobs []string `json:"deny_write_globs,omitempty"`
+}
+
+// WritableRoot is one writable directory of the sandbox.
+type WritableRoot struct {
+	Src string `json:"src"`
+	Dst string `json:"dst"`
+}
+
+// PlanInput is what BuildPlan resolves.
+type PlanInput struct {
+	FS       policy.Filesystem
+	Cwd      string // absolute
+	Home     string // absolute; for "~"
+	Self     string // host path of the srt-mcp binary ("" to omit)
+	Extra    []ExtraMount
+	TmpBytes int64
+	// Root is prepended to every host path that is read (tests use a fake
+	// host tree); "" means the real root.
+	Root string
+	// SystemView and SystemEtc default to the policy package's lists.
+	SystemView []string
+	SystemEtc  []string
+}
+
+type ruleKind int
+
+const (
+	kSystem ruleKind = iota
+	kAllowRead
+	kAllowWrite
+	kDenyRead
+	kDenyWrite
+	kMandatory
+	kPin
+	kExtraRO
+	kExtraRW
+)
+
+type rule struct {
+	kind  ruleKind
+	src   string // host path
+	dst   string // sandbox path
+	isDir bool
+	field string // for errors
+}
+
+type state int
+
+const (
+	stInvisible state = iota
+	stHidden
+	stRO
+	stRW
+)
+
+// maxScan bounds how many directory entries the protected-name search reads
+// per plan; a larger tree is an error rather than a partial search.
+const maxScan = 200000
+
+// BuildPlan resolves the policy against the host filesystem. It follows
+// symlinks so that every rule applies where a path really is, expands globs,
+// refuses allow entries that do not exist, and finds the protected names
+// (policy.MandatoryDenyPaths) that already exist inside writable paths.
+func BuildPlan(in PlanInput) (*Plan, error) {
+	if in.SystemView == nil {
+		in.SystemView = policy.SystemView
+	}
+	if in.SystemEtc == nil {
+		in.SystemEtc = policy.SystemEtc
+	}
+	if !filepath.IsAbs(in.Cwd) {
+		return nil, errorf(ErrCodeInvalidCwd, "working directory %q is not absolute", in.Cwd)
+	}
+	if in.Home == "" {
+		in.Home = "/"
+	}
+	r := &resolver{in: in}
+	cwd, err := r.canonical(in.Cwd)
+	if err != nil {
+		return nil, errorf(ErrCodeInvalidCwd, "working directory %q: %v", in.Cwd, plainErr(err))
+	}
+	if fi, err := os.Stat(r.host(cwd)); err != nil || !fi.IsDir() {
+		return nil, errorf(ErrCodeInvalidCwd, "working directory %q is not a directory", in.Cwd)
+	}
+	plan := &Plan{Cwd: cwd}
+
+	rules, err := r.userRules(cwd, plan)
+	if err != nil {
+		return nil, err
+	}
+	rules = append(r.systemRules(), rules...)
+
+	// First pass: which roots are writable. Then look for protected names
+	// inside them and add those (and the pins that stop renames) as rules.
+	_, states := evaluate(rules)
+	prot, err := r.protectedRules(rules, states)
+	if err != nil {
+		return nil, err
+	}
+	rules = append(rules, prot...)
+	mounts, states := evaluate(rules)
+
+	for _, ru := range rules {
+		if (ru.kind == kMandatory || ru.kind == kDenyWrite) && states[ru.dst] == stRO {
+			plan.Protected = append(plan.Protected, ru.dst)
+		}
+	}
+	plan.Protected = dedupe(plan.Protected)
+	for _, ru := range rules {
+		if states[ru.dst] == stRW && (ru.kind == kAllowWrite || ru.kind == kExtraRW) {
+			plan.Writable = append(plan.Writable, WritableRoot{Src: ru.src, Dst: ru.dst})
+		}
+	}
+
+	tmp := in.TmpBytes
+	if tmp == 0 {
+		tmp = DefaultTmpBytes
+	}
+	fixed := []Mount{
+		{Kind: MountProc, Dst: "/proc"},
+		{Kind: MountDev, Dst: "/dev"},
+		{Kind: MountTmpfs, Dst: SandboxShm, Size: tmp},
+		{Kind: MountTmpfs, Dst: SandboxTmp, Size: tmp},
+		{Kind: MountDir, Dst: SandboxHome},
+	}
+	if in.Self != "" {
+		fixed = append(fixed, Mount{Kind: MountRO, Src: in.Self, Dst: SandboxSelf})
+	}
+	plan.Mounts = mergeByDepth(mounts, fixed)
+	for _, m := range plan.Mounts {
+		if m.Kind == MountTmpfs && m.Dst != SandboxTmp && m.Dst != SandboxShm {
+			plan.Mounts = append(plan.Mounts, Mount{Kind: MountRemountRO, Dst: m.Dst})
+		}
+	}
+	plan.Mounts = append(plan.Mounts,
+		Mount{Kind: MountRemountRO, Dst: "/dev"},
+		Mount{Kind: MountRemountRO, Dst: "/"},
+	)
+	return plan, nil
+}
+
+type resolver struct {
+	in      PlanInput
+	scanned int
+}
+
+func (r *resolver) host(p string) string {
+	if r.in.Root == "" {
+		return p
+	}
+	return filepath.Join(r.in.Root, p)
+}
+
+// canonical resolves symlinks in an existing absolute path, relative to Root.
+func (r *resolver) canonical(p string) (string, error) {
+	if r.in.Root == "" {
+		return filepath.EvalSymlinks(p)
+	}
+	// Resolve inside the fake root one component at a time so absolute
+	// link targets stay inside it.
+	cur := "/"
+	parts := strings.Split(strings.TrimPrefix(filepath.Clean(p), "/"), "/")
+	for hops := 0; len(parts) > 0; {
+		name := parts[0]
+		parts = parts[1:]
+		if name == "" || name == "." {
+			continue
+		}
+		if name == ".." {
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, name)
+		fi, err := os.Lstat(r.host(next))
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if hops++; hops > 40 {
+			return "", errors.New("too many levels of symbolic links")
+		}
+		t, err := os.Readlink(r.host(next))
+		if err != nil {
+			return "", err
+		}
+		if filepath.IsAbs(t) {
+			cur = "/"
+		}
+		parts = append(strings.Split(strings.TrimPrefix(t, "/"), "/"), parts...)
+	}
+	return cur, nil
+}
+
+func (r *resolver) systemRules() []rule {
+	var out []rule
+	for _, p := range r.in.SystemView {
+		fi, err := os.Lstat(r.host(p))
+		if err != nil {
+			continue
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if t, err := os.Readlink(r.host(p)); err == nil {
+				out = append(out, rule{kind: kSystem, src: t, dst: p, isDir: false, field: "symlink"})
+			}
+			continue
+		}
+		out = append(out, rule{kind: kSystem, src: p, dst: p, isDir: fi.IsDir()})
+	}
+	for _, e := range r.in.SystemEtc {
+		p := "/etc/" + e
+		fi, err := os.Stat(r.host(p)) // follows links: /etc/localtime and friends
+		if err != nil {
+			continue
+		}
+		out = append(out, rule{kind: kSystem, src: p, dst: p, isDir: fi.IsDir()})
+	}
+	return out
+}
+
+func (r *resolver) userRules(cwd string, plan *Plan) ([]rule, error) {
+	out := []rule{{kind: kAllowRead, src: cwd, dst: cwd, isDir: true, field: "cwd"}}
+	add := func(kind ruleKind, name string, entries []string) error {
+		for i, e := range entries {
+			field := fmt.Sprintf("filesystem.%s[%d]", name, i)
+			paths, err := r.expand(e, cwd, field, kind)
+			if err != nil {
+				return err
+			}
+			for _, p := range paths {
+				out = append(out, rule{kind: kind, src: p.path, dst: p.path, isDir: p.isDir, field: field})
+			}
+		}
+		return nil
+	}
+	fsys := r.in.FS
+	if err := add(kAllowRead, "allow_read", fsys.AllowRead); err != nil {
+		return nil, err
+	}
+	if err := add(kAllowWrite, "allow_write", fsys.AllowWrite); err != nil {
+		return nil, err
+	}
+	if err := add(kDenyRead, "deny_read", fsys.DenyRead); err != nil {
+		return nil, err
+	}
+	if err := add(kDenyWrite, "deny_write", fsys.DenyWrite); err != nil {
+		return nil, err
+	}
+	for _, e := range fsys.DenyWrite {
+		plan.DenyWriteGlobs = append(plan.DenyWriteGlobs, policy.ExpandPath(e, cwd, r.in.Home))
+	}
+	for i, m := range r.in.Extra {
+		field := fmt.Sprintf("mounts[%d]", i)
+		if !filepath.IsAbs(m.Src) || !filepath.IsAbs(m.Dst) {
+			return nil, errorf(ErrCodeInvalidSpec, "%s: src and dst must be absolute", field)
+		}
+		src, err := r.canonical(m.Src)
+		if err != nil {
+			return nil, errorf(ErrCodeInvalidSpec, "%s %q: %v", field, m.Src, plainErr(err))
+		}
+		fi, err := os.Stat(r.host(src))
+		if err != nil {
+			return nil, errorf(ErrCodeInvalidSpec, "%s %q: %v", field, m.Src, plainErr(err))
+		}
+		if err := checkReserved(filepath.Clean(m.Dst)); err != "" {
+			return nil, errorf(ErrCodeInvalidSpec, "%s dst %q: %s", field, m.Dst, err)
+		}
+		kind := kExtraRO
+		if m.Writable {
+			kind = kExtraRW
+		}
+		out = append(out, rule{kind: kind, src: src, dst: filepath.Clean(m.Dst), isDir: fi.IsDir(), field: field})
+	}
+	return out, nil
+}
+
+type expanded struct {
+	path  string
+	isDir bool
+}
+
+// expand turns one policy entry into canonical existing paths.
+func (r *resolver) expand(entry, cwd, field string, kind ruleKind) ([]expanded, error) {
+	abs := policy.ExpandPath(entry, cwd, r.in.Home)
+	bad := func(msg string) error {
+		return &policy.Error{Code: policy.CodeInvalidPath, Field: field, Value: entry, Message: msg}
+	}
+	if reason := checkReserved(abs); reason != "" {
+		return nil, bad(reason)
+	}
+	var candidates []string
+	if policy.IsGlob(entry) {
+		pattern := abs
+		if r.in.Root != "" {
+			pattern = filepath.Join(policy.EscapeGlob(r.in.Root), abs)
+		}
+		matches, err := doublestar.FilepathGlob(pattern, doublestar.WithNoFollow())
+		if err != nil {
+			return nil, bad("malformed glob pattern: " + err.Error())
+		}
+		for _, m := range matches {
+			if r.in.Root != "" {
+				m = "/" + strings.TrimPrefix(strings.TrimPrefix(m, r.in.Root), "/")
+			}
+			candidates = append(candidates, m)
+		}
+	} else {
+		if _, err := os.Lstat(r.host(abs)); err != nil {
+			if kind == kAllowRead || kind == kAllowWrite {
+				return nil, bad(fmt.Sprintf("%s does not exist; create it first or remove the entry", abs))
+			}
+			return nil, nil // nothing to hide or protect yet
+		}
+		candidates = []string{abs}
+	}
+	var out []expanded
+	for _, c := range candidates {
+		canon, err := r.canonical(c)
+		if err != nil {
+			var pe *fs.PathError
+			if (kind == kDenyRead || kind == kDenyWrite) && errors.As(err, &pe) && errors.Is(err, fs.ErrNotExist) {
+				continue // a dangling link: nothing there to hide or protect
+			}
+			return nil, bad(fmt.Sprintf("cannot resolve %s: %v", c, plainErr(err)))
+		}
+		if canon == SandboxTmp || canon == SandboxShm {
+			continue // the sandbox's own private /tmp; the host's is never shared
+		}
+		if reason := checkReserved(canon); reason != "" {
+			return nil, bad(fmt.Sprintf("resolves to %s: %s", canon, reason))
+		}
+		fi, err := os.Stat(r.host(canon))
+		if err != nil {
+			return nil, bad(fmt.Sprintf("cannot stat %s: %v", canon, plainErr(err)))
+		}
+		out = append(out, expanded{path: canon, isDir: fi.IsDir()})
+	}
+	return out, nil
+}
+
+func checkReserved(p string) string {
+	for _, r := range []string{"/proc", "/dev", "/run/srt-mcp"} {
+		if policy.Within(p, r) {
+			return r + " is provided by the sandbox itself; remove the entry"
+		}
+	}
+	return ""
+}
+
+// protectedRules finds the mandatory write-denied names that exist inside
+// the writable roots, and pins (self-binds) the directories between each
+// root and each protected path so they cannot be renamed away.
+func (r *resolver) protectedRules(rules []rule, states map[string]state) ([]rule, error) {
+	var out []rule
+	seen := map[string]bool{}
+	for _, ru := range rules {
+		if !(ru.kind == kAllowWrite || ru.kind == kExtraRW) || states[ru.dst] != stRW || !ru.isDir || seen[ru.dst] {
+			continue
+		}
+		seen[ru.dst] = true
+		found, err := r.findProtected(ru.src)
+		if err != nil {
+			return nil, err
+		}
+		for _, rel := range found {
+			src, dst := filepath.Join(ru.src, rel), filepath.Join(ru.dst, rel)
+			fi, err := os.Stat(r.host(src))
+			if err != nil {
+				continue
+			}
+			out = append(out, rule{kind: kMandatory, src: src, dst: dst, isDir: fi.IsDir()})
+			for d := filepath.Dir(rel); d != "." && d != "/"; d = filepath.Dir(d) {
+				out = append(out, rule{kind: kPin, src: filepath.Join(ru.dst, d), dst: filepath.Join(ru.dst, d), isDir: true})
+			}
+		}
+	}
+	return out, nil
+}
+
+// findProtected walks root (a host path) to MandatoryDenySearchDepth and
+// returns the relative paths of existing protected names. It does not follow
+// symlinked directories and does not descend into node_modules.
+func (r *resolver) findProtected(root string) ([]string, error) {
+	var found []string
+	f := &r.in.FS
+	var walk func(rel string, depth int) error
+	walk = func(rel string, depth int) error {
+		dir := filepath.Join(root, rel)
+		ents, err := os.ReadDir(r.host(dir))
+		if err != nil {
+			return nil // unreadable: the sandbox cannot see into it either
+		}
+		r.scanned += len(ents)
+		if r.scanned > maxScan {
+			return errorf(ErrCodeInvalidPolicy, "more than %d entries under the writable paths while looking for protected files (.git/hooks, .bashrc, ...); narrow allow_write", maxScan)
+		}
+		for _, e := range ents {
+			name := e.Name()
+			crel := filepath.Join(rel, name)
+			isGitFile := name == ".git" && e.Type().IsRegular()
+			if f.IsMandatoryDenied(filepath.ToSlash(crel), isGitFile) {
+				found = append(found, crel)
+				continue
+			}
+			if name == ".git" && e.IsDir() {
+				for _, sub := range []string{"hooks", "config"} {
+					srel := filepath.Join(crel, sub)
+					if _, err := os.Lstat(r.host(filepath.Join(root, srel))); err == nil && f.IsMandatoryDenied(filepath.ToSlash(srel), false) {
+						found = append(found, srel)
+					}
+				}
+				continue
+			}
+			if name == ".claude" && e.IsDir() {
+				for _, sub := range []string{"commands", "agents"} {
+					srel := filepath.Join(crel, sub)
+					if _, err := os.Lstat(r.host(filepath.Join(root, srel))); err == nil {
+						found = append(found, srel)
+					}
+				}
+			}
+			if e.IsDir() && depth < policy.MandatoryDenySearchDepth && name != "node_modules" {
+				if err := walk(crel, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk("", 0); err != nil {
+		return nil, err
+	}
+	return found, nil
+}
+
+// evaluate applies the precedence rules in depth order and returns the
+// mounts to make (without the fixed ones) and the resulting state per path.
+//
+// At one path: allow_write makes it writable; allow_read makes a hidden or
+// invisible path readable; deny_read hides it unless allow_read is also
+// there; deny_write, a mandatory name, or a pin under a read-only parent
+// leaves it read-only. A deeper path always overrides its parent.
+func evaluate(rules []rule) ([]Mount, map[string]state) {
+	byDst := map[string][]rule{}
+	var dsts []string
+	for _, ru := range rules {
+		if _, ok := byDst[ru.dst]; !ok {
+			dsts = append(dsts, ru.dst)
+		}
+		byDst[ru.dst] = append(byDst[ru.dst], ru)
+	}
+	sortByDepth(dsts)
+	states := map[string]state{}
+	inherited := func(p string) state {
+		for d := p; ; {
+			parent := filepath.Dir(d)
+			if parent == d {
+				return stInvisible
+			}
+			if s, ok := states[parent]; ok {
+				return s
+			}
+			d = parent
+		}
+	}
+	var mounts []Mount
+	for _, dst := range dsts {
+		rs := byDst[dst]
+		has := func(k ruleKind) *rule {
+			for i := range rs {
+				if rs[i].kind == k {
+					return &rs[i]
+				}
+			}
+			return nil
+		}
+		inh := inherited(dst)
+		if dst == "/" {
+			inh = stInvisible
+		}
+		st := inh
+		var src *rule
+		if sys := has(kSystem); sys != nil {
+			if sys.field == "symlink" {
+				if inh != stHidden {
+					mounts = append(mounts, Mount{Kind: MountSymlink, Src: sys.src, Dst: dst})
+					states[dst] = stRO
+				} else {
+					states[dst] = stHidden
+				}
+				continue
+			}
+			if inh != stHidden {
+				st, src = stRO, sys
+			}
+		}
+		if x := has(kExtraRO); x != nil {
+			st, src = stRO, x
+		}
+		if x := has(kExtraRW); x != nil {
+			st, src = stRW, x
+		}
+		if w := has(kAllowWrite); w != nil {
+			st, src = stRW, w
+		}
+		ar := has(kAllowRead)
+		if ar != nil && (st == stInvisible || st == stHidden) {
+			st, src = stRO, ar
+		}
+		if dr := has(kDenyRead); dr != nil && ar == nil {
+			st, src = stHidden, dr
+		}
+		if st == stRW {
+			if d := has(kMandatory); d != nil {
+				st, src = stRO, d
+			} else if d := has(kDenyWrite); d != nil {
+				st, src = stRO, d
+			}
+		}
+		pinned := has(kPin) != nil && st == stRW
+		states[dst] = st
+		switch {
+		case st == stRW && src == nil && pinned:
+			mounts = append(mounts, Mount{Kind: MountRW, Src: dst, Dst: dst})
+		case st == stHidden:
+			if inh == stRO || inh == stRW {
+				if src.isDir {
+					mounts = append(mounts, Mount{Kind: MountTmpfs, Dst: dst, Size: 4096})
+				} else {
+					mounts = append(mounts, Mount{Kind: MountHideFile, Dst: dst})
+				}
+			}
+		case st == stRO && src != nil:
+			if inh != stRO || src.src != dst || src.kind == kExtraRO {
+				mounts = append(mounts, Mount{Kind: MountRO, Src: src.src, Dst: dst})
+			}
+		case st == stRW && src != nil:
+			if inh != stRW || src.src != dst || pinned {
+				mounts = append(mounts, Mount{Kind: MountRW, Src: src.src, Dst: dst})
+			}
+		}
+	}
+	return mounts, states
+}
+
+func depth(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
+}
+
+func sortByDepth(ps []string) {
+	sort.SliceStable(ps, func(i, j int) bool {
+		di, dj := depth(ps[i]), depth(ps[j])
+		if di != dj {
+			return di < dj
+		}
+		return ps[i] < ps[j]
+	})
+}
+
+// mergeByDepth interleaves the fixed mounts with the rule mounts so that a
+// mount never lands before the mount of its parent directory.
+func mergeByDepth(rules, fixed []Mount) []Mount {
+	all := append(append([]Mount{}, rules...), fixed...)
+	sort.SliceStable(all, func(i, j int) bool {
+		di, dj := depth(all[i].Dst), depth(all[j].Dst)
+		if di != dj {
+			return di < dj
+		}
+		return all[i].Dst < all[j].Dst
+	})
+	return all
+}
+
+func dedupe(ss []string) []string {
+	sort.Strings(ss)
+	out := ss[:0]
+	for i, s := range ss {
+		if i == 0 || s != ss[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func plainErr(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,270 @@
+// Package runner owns both sides of the process boundary of one sandboxed
+// execution: the wire protocol (Spec in, Events out), the parent-side helper
+// that re-executes the srt-mcp binary in runner mode (Command), the runner
+// itself (Start), the pure builders of the bubblewrap argv and the macOS
+// seatbelt profile, and the code that runs inside the sandbox before the
+// user's command (the sandbox's PID 1 and the exec stage that applies rlimits
+// and seccomp).
+//
+// There is never an unsandboxed fallback: if the platform's sandbox is not
+// available, or comes up different from what was asked, the execution fails
+// with an error event.
+package runner
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/srt-mcp/srt-mcp/policy"
+)
+
+// The runner protocol. A parent (the ExecutionManager) starts
+// "srt-mcp __runner" with three extra fds and a nearly empty environment:
+//
+//	parent                                         runner (srt-mcp __runner)
+//	  |  fd 3: one Spec, JSON, <= MaxSpecBytes, EOF  |
+//	  | -------------------------------------------> | validate, plan mounts, start bwrap
+//	  |                                              |   bwrap -> PID 1 (__srt-init) -> __srt-exec -> execve(cmd)
+//	  |  fd 4: Events, NDJSON, seq 1, 2, ...         |
+//	  | <------------------------------------------- | ready        (sandbox verified, command exec'd)
+//	  | <------------------------------------------- | stdout/stderr chunks, violation ...
+//	  |  fd 5: Control, NDJSON                       |
+//	  | -------------------------------------------> | stdin / stdin_close / resize / signal / cancel
+//	  | <------------------------------------------- | exactly one of exit | timeout | cancelled | error
+//	  |                                  EOF on fd 4 | runner exits
+//
+// EOF on fd 4 before a terminal event means the runner died; the parent
+// reports error{code: runner_crashed}. EOF on fd 5 means the parent died; the
+// runner kills the sandbox at once. Nothing secret travels in argv or the
+// environment; the spec fd is read once and closed.
+const (
+	// SpecVersion is the version of Spec and Event; a runner refuses others.
+	SpecVersion = 1
+	// MaxSpecBytes bounds the spec the runner will read.
+	MaxSpecBytes = 4 << 20
+)
+
+// Spec is everything the runner needs for one execution. It is the single
+// wire struct between parent and runner: add fields here, nowhere else.
+type Spec struct {
+	Version int `json:"v"`
+	// ID names the execution in events and logs.
+	ID string `json:"id"`
+	// Argv is the command and its arguments; Argv[0] is looked up in the
+	// sandbox's PATH when it has no slash.
+	Argv []string `json:"argv"`
+	// Cwd is the absolute host path the command starts in. It is visible in
+	// the sandbox at the same path (read-only unless allow_write covers it).
+	Cwd string `json:"cwd"`
+	// Home is the caller's home directory, used to expand "~" in the policy.
+	// It is not the sandbox's HOME, which is private.
+	Home string `json:"home,omitempty"`
+	// Env is added to the sandbox's minimal environment.
+	Env map[string]string `json:"env,omitempty"`
+	// Policy is the filesystem, network and limit policy.
+	Policy policy.Policy `json:"policy"`
+	// Stdin is "pipe" (default), "null", or "pty".
+	Stdin string `json:"stdin,omitempty"`
+	// Rows and Cols set the initial PTY size.
+	Rows uint16 `json:"rows,omitempty"`
+	Cols uint16 `json:"cols,omitempty"`
+	// Grace is how long SIGTERM has before SIGKILL on timeout or cancel.
+	Grace policy.Duration `json:"grace,omitempty"`
+	// Mounts are extra bind mounts decided by the parent (a session's
+	// workspace, for example): host Src appears at Dst in the sandbox.
+	Mounts []ExtraMount `json:"mounts,omitempty"`
+}
+
+// ExtraMount is a bind mount the parent adds to the policy's view.
+type ExtraMount struct {
+	Src      string `json:"src"`
+	Dst      string `json:"dst"`
+	Writable bool   `json:"writable,omitempty"`
+}
+
+// Stdin modes.
+const (
+	StdinPipe = "pipe"
+	StdinNull = "null"
+	StdinPTY  = "pty"
+)
+
+// DefaultGrace is the SIGTERM-to-SIGKILL grace period when Spec.Grace is 0.
+const DefaultGrace = 2 * time.Second
+
+// Event types. Exactly one terminal type ends every stream.
+const (
+	EventReady     = "ready"
+	EventStdout    = "stdout"
+	EventStderr    = "stderr"
+	EventViolation = "violation"
+	EventExit      = "exit"      // terminal
+	EventTimeout   = "timeout"   // terminal
+	EventCancelled = "cancelled" // terminal
+	EventError     = "error"     // terminal
+)
+
+// Error codes carried by error events.
+const (
+	ErrCodeInvalidSpec     = "invalid_spec"
+	ErrCodeInvalidPolicy   = "invalid_policy"
+	ErrCodeInvalidCwd      = "invalid_cwd"
+	ErrCodeUnavailable     = "sandbox_unavailable"
+	ErrCodeSandboxFailed   = "sandbox_failed"
+	ErrCodeVerification    = "sandbox_verification_failed"
+	ErrCodeNotFound        = "command_not_found"
+	ErrCodeNotExecutable   = "command_not_executable"
+	ErrCodeExecFailed      = "exec_failed"
+	ErrCodeRunnerCrashed   = "runner_crashed"
+	ErrCodeInternal        = "internal_error"
+	ErrCodeLimitUnenforced = "limit_unenforceable"
+)
+
+// Event is one message of the event stream.
+type Event struct {
+	Seq  uint64  `json:"seq"`
+	Type string  `json:"type"`
+	TS   float64 `json:"ts"` // seconds since the Unix epoch
+
+	// stdout/stderr
+	Data []byte `json:"-"` // JSON: "data" when valid UTF-8, else "data_b64"
+
+	// exit
+	ExitCode   int    `json:"-"` // JSON: "code" (exit); an error's code is ErrCode
+	Signal     string `json:"signal,omitempty"`
+	DurationMS int64  `json:"duration_ms,omitempty"`
+
+	// timeout
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+
+	// error
+	ErrCode string `json:"-"` // JSON: "code" (error)
+	Message string `json:"message,omitempty"`
+
+	// terminal events: streams whose output was cut at max_output_bytes
+	Truncated []string `json:"truncated,omitempty"`
+
+	// violation
+	Violation *Violation `json:"violation,omitempty"`
+}
+
+// Violation describes something the sandbox refused (or, for network
+// decisions, allowed) so the caller can tell why a command failed.
+type Violation struct {
+	Kind     string `json:"kind"`               // "network" or "filesystem"
+	Decision string `json:"decision"`           // "deny" or "allow"
+	Host     string `json:"host,omitempty"`     // network
+	Port     int    `json:"port,omitempty"`     // network
+	Path     string `json:"path,omitempty"`     // filesystem
+	Rule     string `json:"rule,omitempty"`     // the rule that decided
+	Action   string `json:"action,omitempty"`   // what srt-mcp did, e.g. "removed"
+	Protocol string `json:"protocol,omitempty"` // "http", "connect", "socks5"
+}
+
+// Terminal reports whether the event ends the stream.
+func (e *Event) Terminal() bool {
+	switch e.Type {
+	case EventExit, EventTimeout, EventCancelled, EventError:
+		return true
+	}
+	return false
+}
+
+// Time returns TS as a time.Time.
+func (e *Event) Time() time.Time {
+	return time.Unix(0, int64(e.TS*1e9))
+}
+
+type eventAlias Event
+
+type eventJSON struct {
+	*eventAlias
+	Data    *string         `json:"data,omitempty"`
+	DataB64 string          `json:"data_b64,omitempty"`
+	Code    json.RawMessage `json:"code,omitempty"`
+}
+
+// MarshalJSON writes "code" as the exit status for exit events and as the
+// error code for error events, and output data as text when it is UTF-8.
+func (e Event) MarshalJSON() ([]byte, error) {
+	j := eventJSON{eventAlias: (*eventAlias)(&e)}
+	if e.Data != nil {
+		if utf8.Valid(e.Data) {
+			s := string(e.Data)
+			j.Data = &s
+		} else {
+			j.DataB64 = base64.StdEncoding.EncodeToString(e.Data)
+		}
+	}
+	switch e.Type {
+	case EventExit:
+		j.Code = json.RawMessage(fmt.Sprint(e.ExitCode))
+	case EventError:
+		j.Code, _ = json.Marshal(e.ErrCode)
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON is the inverse of MarshalJSON.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	j := eventJSON{eventAlias: (*eventAlias)(e)}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	switch {
+	case j.Data != nil:
+		e.Data = []byte(*j.Data)
+	case j.DataB64 != "":
+		d, err := base64.StdEncoding.DecodeString(j.DataB64)
+		if err != nil {
+			return fmt.Errorf("event data_b64: %w", err)
+		}
+		e.Data = d
+	}
+	if len(j.Code) > 0 {
+		if bytes.HasPrefix(j.Code, []byte(`"`)) {
+			return json.Unmarshal(j.Code, &e.ErrCode)
+		}
+		return json.Unmarshal(j.Code, &e.ExitCode)
+	}
+	return nil
+}
+
+// Control messages, parent to runner (fd 5).
+const (
+	CtlStdin      = "stdin"       // Data: bytes for the command's stdin
+	CtlStdinClose = "stdin_close" // close stdin (a PTY gets ^D)
+	CtlResize     = "resize"      // Rows, Cols
+	CtlSignal     = "signal"      // Signal: e.g. "SIGINT", to every process in the sandbox
+	CtlCancel     = "cancel"      // Force: SIGKILL now instead of SIGTERM + grace
+)
+
+// Control is one parent-to-runner message.
+type Control struct {
+	Type   string `json:"type"`
+	Data   []byte `json:"data,omitempty"`
+	Rows   uint16 `json:"rows,omitempty"`
+	Cols   uint16 `json:"cols,omitempty"`
+	Signal string `json:"signal,omitempty"`
+	Force  bool   `json:"force,omitempty"`
+}
+
+// Error is an execution failure with a wire code (see ErrCode*).
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+func errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+func nowTS() float64 {
+	return float64(time.Now().UnixNano()) / 1e9
+}

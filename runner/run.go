@@ -1,0 +1,533 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/srt-mcp/srt-mcp/policy"
+)
+
+// ErrExited is returned by stdin writes after the command has exited.
+var ErrExited = errors.New("the execution has exited; its stdin is closed")
+
+// ErrNoStdin is returned by stdin writes when the execution was started
+// without a stdin pipe or PTY.
+var ErrNoStdin = errors.New("the execution has no stdin (it was started with stdin \"null\"); start it with stdin \"pipe\" or interactive")
+
+// Options are the in-process extras of Start that do not cross the wire.
+type Options struct {
+	// Stdin, when set and the spec's stdin mode is "pipe", is handed to the
+	// sandbox as its stdin directly (srt-mcp exec passes its own stdin).
+	Stdin *os.File
+	// Self is the srt-mcp binary mounted into the sandbox; default: this
+	// process's executable.
+	Self string
+}
+
+// Run is one sandboxed execution in progress, seen from the runner.
+type Run struct {
+	spec  Spec
+	sink  func(Event)
+	start time.Time
+
+	mu        sync.Mutex
+	seq       uint64
+	stdin     io.WriteCloser // pipe write end or PTY master; nil when none
+	ptmx      *os.File
+	exited    bool
+	reason    string // "", EventTimeout or EventCancelled
+	killTimer *time.Timer
+	truncated []string
+
+	proc sandboxProc
+	plan *Plan
+	done chan struct{}
+	term Event
+}
+
+// sandboxProc is the platform's handle on a started sandbox.
+type sandboxProc interface {
+	// wait blocks until every process of the sandbox is gone.
+	wait() procResult
+	// signal sends sig to every process in the sandbox.
+	signal(sig syscall.Signal) error
+	// kill ends the sandbox at once (SIGKILL to all of it).
+	kill()
+}
+
+type procResult struct {
+	code int
+	sig  int
+	err  *Error // the sandbox itself failed (not the command)
+}
+
+// Start validates spec, builds the sandbox and starts the command. Events go
+// to sink (called from several goroutines, one event at a time, seq in
+// order): ready, then output, then exactly one terminal event. Start returns
+// an error only if nothing could be started; the same error is also
+// delivered to sink as the terminal error event.
+func Start(ctx context.Context, spec Spec, sink func(Event), opts Options) (*Run, error) {
+	r := &Run{spec: spec, sink: sink, start: time.Now(), done: make(chan struct{})}
+	if err := r.startLocked(ctx, opts); err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			var pe *policy.Error
+			if errors.As(err, &pe) {
+				e = &Error{Code: ErrCodeInvalidPolicy, Message: pe.Error()}
+			} else {
+				e = &Error{Code: ErrCodeInternal, Message: err.Error()}
+			}
+		}
+		r.finish(Event{Type: EventError, ErrCode: e.Code, Message: e.Message})
+		return r, e
+	}
+	return r, nil
+}
+
+func (r *Run) startLocked(ctx context.Context, opts Options) error {
+	s := &r.spec
+	if s.Version != SpecVersion {
+		return errorf(ErrCodeInvalidSpec, "spec version %d is not supported (want %d)", s.Version, SpecVersion)
+	}
+	if len(s.Argv) == 0 || s.Argv[0] == "" {
+		return errorf(ErrCodeInvalidSpec, "argv is empty: give a command to run")
+	}
+	for i, a := range s.Argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return errorf(ErrCodeInvalidSpec, "argv[%d] contains a NUL byte", i)
+		}
+	}
+	if !filepath.IsAbs(s.Cwd) {
+		return errorf(ErrCodeInvalidCwd, "working directory %q must be an absolute path", s.Cwd)
+	}
+	switch s.Stdin {
+	case "", StdinPipe, StdinNull, StdinPTY:
+	default:
+		return errorf(ErrCodeInvalidSpec, "stdin %q: use \"pipe\", \"null\" or \"pty\"", s.Stdin)
+	}
+	for k := range s.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return errorf(ErrCodeInvalidSpec, "environment variable name %q is invalid", k)
+		}
+		if strings.ContainsRune(s.Env[k], 0) {
+			return errorf(ErrCodeInvalidSpec, "environment variable %s contains a NUL byte", k)
+		}
+	}
+	if err := s.Policy.Validate(); err != nil {
+		return err
+	}
+	if opts.Self == "" {
+		self, err := selfExe()
+		if err != nil {
+			return errorf(ErrCodeUnavailable, "cannot find the srt-mcp binary to run inside the sandbox: %v", err)
+		}
+		opts.Self = self
+	}
+	home := s.Home
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	plan, err := BuildPlan(PlanInput{FS: s.Policy.Filesystem, Cwd: s.Cwd, Home: home, Self: opts.Self, Extra: s.Mounts, TmpBytes: s.Policy.Limits.TmpBytes})
+	if err != nil {
+		return err
+	}
+	r.plan = plan
+
+	// stdio for the sandbox: child ends are closed here once it started.
+	var child [3]*os.File
+	var readers []struct {
+		f    *os.File
+		name string
+	}
+	var closeAfter []*os.File
+	defer func() {
+		for _, f := range closeAfter {
+			f.Close()
+		}
+	}()
+	if s.Stdin == StdinPTY {
+		ptmx, tty, err := pty.Open()
+		if err != nil {
+			return errorf(ErrCodeInternal, "open pty: %v", err)
+		}
+		rows, cols := s.Rows, s.Cols
+		if rows == 0 || cols == 0 {
+			rows, cols = 24, 80
+		}
+		_ = pty.Setsize(ptmx, &pty.Winsize{Rows: rows, Cols: cols})
+		child = [3]*os.File{tty, tty, tty}
+		closeAfter = append(closeAfter, tty)
+		r.ptmx, r.stdin = ptmx, ptmx
+		readers = append(readers, struct {
+			f    *os.File
+			name string
+		}{ptmx, EventStdout})
+	} else {
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		errR, errW, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		closeAfter = append(closeAfter, outW, errW)
+		child[1], child[2] = outW, errW
+		readers = append(readers, struct {
+			f    *os.File
+			name string
+		}{outR, EventStdout}, struct {
+			f    *os.File
+			name string
+		}{errR, EventStderr})
+		switch {
+		case s.Stdin == StdinNull:
+			null, err := os.Open(os.DevNull)
+			if err != nil {
+				return err
+			}
+			closeAfter = append(closeAfter, null)
+			child[0] = null
+		case opts.Stdin != nil:
+			child[0] = opts.Stdin
+		default:
+			inR, inW, err := os.Pipe()
+			if err != nil {
+				return err
+			}
+			closeAfter = append(closeAfter, inR)
+			child[0] = inR
+			r.stdin = inW
+		}
+	}
+
+	cfg := &initConfig{
+		Argv:   s.Argv,
+		Env:    sandboxEnv(s),
+		Cwd:    plan.Cwd,
+		PTY:    s.Stdin == StdinPTY,
+		Limits: limitsFor(s.Policy.Limits),
+	}
+	proc, err := launch(ctx, r, plan, cfg, child, opts)
+	if err != nil {
+		for _, rd := range readers {
+			rd.f.Close()
+		}
+		if r.stdin != nil {
+			r.stdin.Close()
+		}
+		return err
+	}
+	r.proc = proc
+	r.emit(Event{Type: EventReady})
+	if t := s.Policy.Limits.Timeout.Std(); t > 0 {
+		time.AfterFunc(t-time.Since(r.start), func() { r.stop(EventTimeout, false) })
+	}
+
+	var wg sync.WaitGroup
+	for _, rd := range readers {
+		wg.Add(1)
+		go func(f *os.File, name string) {
+			defer wg.Done()
+			r.pump(f, name)
+		}(rd.f, rd.name)
+	}
+	go func() {
+		res := proc.wait()
+		wg.Wait()
+		r.finish(r.terminalEvent(res))
+	}()
+	return nil
+}
+
+// pump copies one output stream into events, enforcing the output cap.
+func (r *Run) pump(f *os.File, name string) {
+	defer f.Close()
+	limit := r.spec.Policy.Limits.MaxOutputBytes
+	var n int64
+	buf := make([]byte, 32<<10)
+	for {
+		k, err := f.Read(buf)
+		if k > 0 {
+			chunk := buf[:k]
+			if limit > 0 && n+int64(k) > limit {
+				chunk = chunk[:max(0, limit-n)]
+				r.markTruncated(name)
+			}
+			n += int64(k)
+			if len(chunk) > 0 {
+				r.emit(Event{Type: name, Data: append([]byte(nil), chunk...)})
+			}
+		}
+		if err != nil {
+			return // EOF, or EIO from a PTY whose last slave fd closed
+		}
+	}
+}
+
+func (r *Run) markTruncated(stream string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.truncated {
+		if s == stream {
+			return
+		}
+	}
+	r.truncated = append(r.truncated, stream)
+}
+
+func (r *Run) terminalEvent(res procResult) Event {
+	r.mu.Lock()
+	reason := r.reason
+	trunc := append([]string(nil), r.truncated...)
+	r.mu.Unlock()
+	sort.Strings(trunc)
+	dur := time.Since(r.start).Milliseconds()
+	switch {
+	case res.err != nil:
+		return Event{Type: EventError, ErrCode: res.err.Code, Message: res.err.Message, Truncated: trunc}
+	case reason == EventTimeout:
+		return Event{Type: EventTimeout, TimeoutSeconds: r.spec.Policy.Limits.Timeout.Std().Seconds(), DurationMS: dur, Truncated: trunc}
+	case reason == EventCancelled:
+		return Event{Type: EventCancelled, DurationMS: dur, Truncated: trunc}
+	}
+	e := Event{Type: EventExit, ExitCode: res.code, DurationMS: dur, Truncated: trunc}
+	if res.sig > 0 {
+		e.Signal = signalName(syscall.Signal(res.sig))
+	}
+	return e
+}
+
+// emit stamps and delivers one event.
+func (r *Run) emit(e Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	e.Seq = r.seq
+	e.TS = nowTS()
+	r.sink(e)
+}
+
+func (r *Run) finish(e Event) {
+	r.mu.Lock()
+	r.exited = true
+	if r.killTimer != nil {
+		r.killTimer.Stop()
+	}
+	stdin := r.stdin
+	r.stdin = nil
+	r.mu.Unlock()
+	if stdin != nil && stdin != r.ptmx {
+		stdin.Close()
+	}
+	if r.plan != nil {
+		for _, v := range sweep(r.plan) {
+			v := v
+			r.emit(Event{Type: EventViolation, Violation: &v})
+		}
+	}
+	r.emit(e)
+	r.mu.Lock()
+	r.term = e
+	r.mu.Unlock()
+	close(r.done)
+}
+
+// Wait blocks until the terminal event was delivered and returns it.
+func (r *Run) Wait() Event {
+	<-r.done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.term
+}
+
+// Done is closed after the terminal event was delivered.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Write sends bytes to the command's stdin.
+func (r *Run) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	w, exited := r.stdin, r.exited
+	r.mu.Unlock()
+	if exited {
+		return 0, ErrExited
+	}
+	if w == nil {
+		return 0, ErrNoStdin
+	}
+	n, err := w.Write(p)
+	if err != nil && (errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)) {
+		return n, ErrExited
+	}
+	return n, err
+}
+
+// CloseStdin closes the command's stdin; with a PTY it sends end-of-file
+// (^D) instead, since closing the master would hang up the terminal.
+func (r *Run) CloseStdin() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.exited {
+		return ErrExited
+	}
+	if r.stdin == nil {
+		return ErrNoStdin
+	}
+	if r.stdin == r.ptmx {
+		_, err := r.ptmx.Write([]byte{4})
+		return err
+	}
+	err := r.stdin.Close()
+	r.stdin = nil
+	return err
+}
+
+// Resize sets the PTY's window size.
+func (r *Run) Resize(rows, cols uint16) error {
+	if r.ptmx == nil {
+		return errors.New("the execution has no terminal; start it with interactive (pty) to resize")
+	}
+	return pty.Setsize(r.ptmx, &pty.Winsize{Rows: rows, Cols: cols})
+}
+
+// Signal sends sig to every process in the sandbox.
+func (r *Run) Signal(sig syscall.Signal) error {
+	r.mu.Lock()
+	exited := r.exited
+	r.mu.Unlock()
+	if exited || r.proc == nil {
+		return ErrExited
+	}
+	return r.proc.signal(sig)
+}
+
+// Cancel ends the execution: SIGTERM to every process, then SIGKILL after
+// the grace period; with force, SIGKILL at once. The terminal event is
+// "cancelled". Cancelling a finished execution does nothing.
+func (r *Run) Cancel(force bool) {
+	r.stop(EventCancelled, force)
+}
+
+func (r *Run) stop(reason string, force bool) {
+	r.mu.Lock()
+	if r.exited || r.proc == nil {
+		r.mu.Unlock()
+		return
+	}
+	if r.reason == "" {
+		r.reason = reason
+	}
+	grace := r.spec.Grace.Std()
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	if force {
+		r.mu.Unlock()
+		r.proc.kill()
+		return
+	}
+	if r.killTimer == nil {
+		r.killTimer = time.AfterFunc(grace, r.proc.kill)
+	}
+	r.mu.Unlock()
+	_ = r.proc.signal(syscall.SIGTERM)
+}
+
+// Plan returns the resolved mount plan (nil if planning failed).
+func (r *Run) Plan() *Plan { return r.plan }
+
+// sandboxEnv is the command's whole environment: a minimal base, never the
+// runner's own, plus what the caller set.
+func sandboxEnv(s *Spec) []string {
+	env := map[string]string{
+		"PATH":   "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME":   SandboxHome,
+		"TMPDIR": SandboxTmp,
+		"LANG":   "C.UTF-8",
+		"TERM":   "dumb",
+		"USER":   "sandbox",
+		// A headless plotting backend and a writable config dir, so that
+		// matplotlib works without a display or a writable HOME of its own.
+		"MPLBACKEND":       "Agg",
+		"MPLCONFIGDIR":     SandboxTmp + "/.config/matplotlib",
+		"PYTHONUNBUFFERED": "1",
+		"SANDBOX":          "1",
+	}
+	if s.Stdin == StdinPTY {
+		env["TERM"] = "xterm-256color"
+	}
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// processHeadroom covers PID 1's own threads, which share the sandbox's
+// RLIMIT_NPROC count.
+const processHeadroom = 16
+
+func limitsFor(l policy.Limits) rlimits {
+	r := rlimits{
+		AS:     uint64(l.MaxMemoryBytes),
+		FSize:  uint64(l.MaxFileSizeBytes),
+		NoFile: uint64(l.MaxOpenFiles),
+	}
+	if l.MaxProcesses > 0 {
+		r.NProc = uint64(l.MaxProcesses + processHeadroom)
+	}
+	return r
+}
+
+func selfExe() (string, error) {
+	p, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(p)
+}
+
+func signalName(s syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
+		syscall.SIGILL: "SIGILL", syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT",
+		syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
+		syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
+		syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
+		syscall.SIGXCPU: "SIGXCPU", syscall.SIGXFSZ: "SIGXFSZ", syscall.SIGSYS: "SIGSYS",
+	}
+	if n, ok := names[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("SIG%d", int(s))
+}
+
+// ParseSignal maps "SIGINT", "INT" or "2" to a signal.
+func ParseSignal(s string) (syscall.Signal, error) {
+	u := strings.ToUpper(strings.TrimPrefix(strings.ToUpper(s), "SIG"))
+	for i := 1; i < 32; i++ {
+		if signalName(syscall.Signal(i)) == "SIG"+u {
+			return syscall.Signal(i), nil
+		}
+	}
+	var n int
+	if _, err := fmt.Sscanf(s, "%d", &n); err == nil && n > 0 && n < 65 {
+		return syscall.Signal(n), nil
+	}
+	return 0, fmt.Errorf("unknown signal %q (use a name such as SIGINT or SIGTERM)", s)
+}

@@ -1,0 +1,114 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+// sandboxExec is macOS's seatbelt front end.
+const sandboxExec = "/usr/bin/sandbox-exec"
+
+type seatbeltProc struct {
+	cmd      *exec.Cmd
+	tmp      string
+	mu       sync.Mutex
+	killed   bool
+	waitDone chan struct{}
+	res      procResult
+}
+
+// launch runs the command under sandbox-exec with a profile built from the
+// plan. macOS has no mount or pid namespaces: the profile decides every
+// file and network access, the private /tmp is a fresh host directory, and
+// the process group carries signals. Limits are set by ulimit in a /bin/sh
+// wrapper inside the sandbox, so they bind the command, not the runner.
+func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*os.File, opts Options) (sandboxProc, error) {
+	if _, err := os.Stat(sandboxExec); err != nil {
+		return nil, errorf(ErrCodeUnavailable, "%s is missing; srt-mcp needs macOS's built-in sandbox", sandboxExec)
+	}
+	tmp, err := os.MkdirTemp("", "srt-mcp-")
+	if err != nil {
+		return nil, errorf(ErrCodeInternal, "private tmp: %v", err)
+	}
+	if tmp, err = filepath.EvalSymlinks(tmp); err != nil { // /tmp is /private/tmp
+		return nil, errorf(ErrCodeInternal, "private tmp: %v", err)
+	}
+	_ = os.MkdirAll(tmp+"/home", 0o700)
+	profile := SeatbeltProfile(plan, SeatbeltOptions{TmpDir: tmp})
+	script := "ulimit -c 0"
+	if cfg.Limits.NProc > 0 {
+		script += "; ulimit -u " + strconv.FormatUint(cfg.Limits.NProc, 10)
+	}
+	if cfg.Limits.FSize > 0 {
+		script += "; ulimit -f " + strconv.FormatUint(cfg.Limits.FSize/512, 10)
+	}
+	if cfg.Limits.NoFile > 0 {
+		script += "; ulimit -n " + strconv.FormatUint(cfg.Limits.NoFile, 10)
+	}
+	script += `; exec "$0" "$@"`
+	args := append([]string{"-p", profile, "/bin/sh", "-c", script}, cfg.Argv...)
+	cmd := exec.Command(sandboxExec, args...)
+	env := make([]string, 0, len(cfg.Env))
+	for _, kv := range cfg.Env {
+		switch {
+		case len(kv) > 5 && kv[:5] == "HOME=":
+			kv = "HOME=" + tmp + "/home"
+		case len(kv) > 7 && kv[:7] == "TMPDIR=":
+			kv = "TMPDIR=" + tmp
+		}
+		env = append(env, kv)
+	}
+	cmd.Env = env
+	cmd.Dir = plan.Cwd
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = child[0], child[1], child[2]
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: cfg.PTY, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(tmp)
+		return nil, errorf(ErrCodeSandboxFailed, "sandbox-exec: %v", err)
+	}
+	p := &seatbeltProc{cmd: cmd, tmp: tmp, waitDone: make(chan struct{})}
+	go func() {
+		<-ctx.Done()
+		p.kill()
+	}()
+	go func() {
+		err := cmd.Wait()
+		// The whole process group goes with the command, as on Linux.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		os.RemoveAll(tmp)
+		if ee, ok := err.(*exec.ExitError); ok {
+			ws := ee.Sys().(syscall.WaitStatus)
+			if ws.Signaled() {
+				p.res = procResult{code: 128 + int(ws.Signal()), sig: int(ws.Signal())}
+			} else {
+				p.res = procResult{code: ws.ExitStatus()}
+			}
+		} else if err != nil {
+			p.res = procResult{err: errorf(ErrCodeSandboxFailed, "%v", err)}
+		}
+		close(p.waitDone)
+	}()
+	return p, nil
+}
+
+func (p *seatbeltProc) wait() procResult { <-p.waitDone; return p.res }
+
+func (p *seatbeltProc) signal(sig syscall.Signal) error {
+	return syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
+func (p *seatbeltProc) kill() {
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// FindBwrap exists on every platform for srt-mcp doctor.
+func FindBwrap() (string, error) { return "", fmt.Errorf("bubblewrap is Linux-only") }

@@ -1,0 +1,179 @@
+package runner
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// The seccomp filter applied to the user's command (and everything it
+// starts), never to our own PID 1. Default allow; each entry below returns an
+// error instead of running, with the reason it is blocked:
+//
+//	socket(AF_UNIX)            reach host services through a unix socket
+//	                           that is visible or passed in (docker.sock,
+//	                           an ssh or gpg agent, D-Bus)
+//	socket(AF_VSOCK)           talk to the hypervisor host on a VM
+//	socket(AF_PACKET, AF_ALG)  raw frames, kernel crypto attack surface
+//	io_uring_setup/enter/register
+//	                           IORING_OP_SOCKET and friends bypass the
+//	                           socket rule, and io_uring is a frequent
+//	                           source of kernel exploits
+//	clone/unshare with CLONE_NEW* flags, setns
+//	                           new namespaces (a new user namespace
+//	                           regains capabilities over its own mounts)
+//	clone3                     ENOSYS: its flags live in memory seccomp cannot
+//	                           read, so libc falls back to clone
+//	mount, umount2, pivot_root, chroot, open_tree, move_mount, fsopen,
+//	fsconfig, fsmount, fspick, mount_setattr
+//	                           reshape the filesystem view
+//	ptrace, process_vm_readv/writev
+//	                           read or steer other processes
+//	keyctl, add_key, request_key
+//	                           the kernel keyring is not namespaced
+//	bpf, perf_event_open, userfaultfd
+//	                           kernel attack surface and side channels
+//	ioctl(TIOCSTI, TIOCLINUX)  inject input into a terminal
+//	kexec_*, *_module, acct, swapon/off, reboot, quotactl,
+//	open_by_handle_at, name_to_handle_at
+//	                           host administration; handle opens escape
+//	                           bind mounts
+//
+// Not blocked, on purpose: socketpair(AF_UNIX) (an anonymous pair reaches
+// nothing outside; Python's multiprocessing needs it), AF_NETLINK (the
+// sandbox's own network namespace has only loopback), AF_INET/AF_INET6 (the
+// network namespace is the boundary; the proxy enforces the allow-list).
+//
+// A foreign architecture (32-bit x86 on amd64) kills the process, and on
+// amd64 the x32 ABI returns ENOSYS.
+var (
+	blockedSyscalls = []uint32{
+		unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
+		unix.SYS_SETNS,
+		unix.SYS_MOUNT, unix.SYS_UMOUNT2, unix.SYS_PIVOT_ROOT, unix.SYS_CHROOT,
+		unix.SYS_OPEN_TREE, unix.SYS_MOVE_MOUNT, unix.SYS_FSOPEN, unix.SYS_FSCONFIG,
+		unix.SYS_FSMOUNT, unix.SYS_FSPICK, unix.SYS_MOUNT_SETATTR,
+		unix.SYS_PTRACE, unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV,
+		unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY,
+		unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_USERFAULTFD,
+		unix.SYS_KEXEC_LOAD, unix.SYS_KEXEC_FILE_LOAD,
+		unix.SYS_INIT_MODULE, unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE,
+		unix.SYS_ACCT, unix.SYS_SWAPON, unix.SYS_SWAPOFF, unix.SYS_REBOOT, unix.SYS_QUOTACTL,
+		unix.SYS_OPEN_BY_HANDLE_AT, unix.SYS_NAME_TO_HANDLE_AT,
+	}
+	blockedSocketDomains = []uint32{unix.AF_UNIX, unix.AF_VSOCK, unix.AF_PACKET, unix.AF_ALG}
+	blockedIoctls        = []uint32{unix.TIOCSTI, unix.TIOCLINUX}
+)
+
+// cloneNewFlags are the namespace-creating flags of clone and unshare.
+const cloneNewFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER |
+	unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP | unix.CLONE_NEWTIME
+
+const (
+	retAllow       = unix.SECCOMP_RET_ALLOW
+	retKillProcess = unix.SECCOMP_RET_KILL_PROCESS
+	offNr          = 0
+	offArch        = 4
+	x32SyscallBit  = 0x40000000
+)
+
+func retErrno(e unix.Errno) bpf.RetConstant {
+	return bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(e)}
+}
+
+// argLow is the offset of the low 32 bits of syscall argument i in
+// struct seccomp_data (little-endian architectures).
+func argLow(i int) uint32 { return uint32(16 + 8*i) }
+
+func auditArch() (uint32, error) {
+	switch runtime.GOARCH {
+	case "amd64":
+		return unix.AUDIT_ARCH_X86_64, nil
+	case "arm64":
+		return unix.AUDIT_ARCH_AARCH64, nil
+	}
+	return 0, fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
+}
+
+// seccompProgram assembles the filter for the running architecture.
+func seccompProgram() ([]bpf.RawInstruction, error) {
+	arch, err := auditArch()
+	if err != nil {
+		return nil, err
+	}
+	var p []bpf.Instruction
+	p = append(p,
+		bpf.LoadAbsolute{Off: offArch, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipTrue: 1},
+		bpf.RetConstant{Val: retKillProcess},
+		bpf.LoadAbsolute{Off: offNr, Size: 4},
+	)
+	if runtime.GOARCH == "amd64" {
+		p = append(p,
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32SyscallBit, SkipFalse: 1},
+			retErrno(unix.ENOSYS),
+		)
+	}
+	for _, nr := range blockedSyscalls {
+		p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipFalse: 1}, retErrno(unix.EPERM))
+	}
+	p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CLONE3, SkipFalse: 1}, retErrno(unix.ENOSYS))
+	// Argument checks: each block ends in allow or deny, so the syscall
+	// number is not needed again after it.
+	p = appendArgBlock(p, unix.SYS_SOCKET, 0, blockedSocketDomains, 0)
+	p = appendArgBlock(p, unix.SYS_IOCTL, 1, blockedIoctls, 0)
+	p = appendArgBlock(p, unix.SYS_CLONE, 0, nil, cloneNewFlags)
+	p = appendArgBlock(p, unix.SYS_UNSHARE, 0, nil, cloneNewFlags)
+	p = append(p, bpf.RetConstant{Val: retAllow})
+	return bpf.Assemble(p)
+}
+
+// appendArgBlock adds: if nr matches, deny when the low 32 bits of argument
+// arg equal one of values, or share a bit with mask; else allow.
+func appendArgBlock(p []bpf.Instruction, nr uint32, arg int, values []uint32, mask uint32) []bpf.Instruction {
+	var block []bpf.Instruction
+	block = append(block, bpf.LoadAbsolute{Off: argLow(arg), Size: 4})
+	n := len(values)
+	if mask != 0 {
+		n = 1
+	}
+	// Layout: load; n tests; ret allow; ret EPERM. Test i jumps to EPERM.
+	for i := 0; i < n; i++ {
+		skip := uint8(n - i) // past the remaining tests and the allow
+		if mask != 0 {
+			block = append(block, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: mask, SkipTrue: skip})
+		} else {
+			block = append(block, bpf.JumpIf{Cond: bpf.JumpEqual, Val: values[i], SkipTrue: skip})
+		}
+	}
+	block = append(block, bpf.RetConstant{Val: retAllow}, retErrno(unix.EPERM))
+	p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipFalse: uint8(len(block))})
+	return append(p, block...)
+}
+
+// installSeccomp sets no_new_privs and loads the filter for every thread of
+// the calling process. It is called by the exec stage right before execve.
+func installSeccomp() error {
+	raw, err := seccompProgram()
+	if err != nil {
+		return err
+	}
+	filter := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
+	runtime.KeepAlive(filter)
+	if errno != 0 {
+		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER): %w", errno)
+	}
+	return nil
+}
