@@ -10,8 +10,12 @@ type BwrapOptions struct {
 	// JSONStatusFD is the fd bwrap writes {"child-pid": N} and
 	// {"exit-code": N} to; 0 omits it.
 	JSONStatusFD int
-	// Command is what bwrap executes inside the sandbox: the sandbox's PID 1.
+	// Command is what bwrap executes inside the sandbox.
 	Command []string
+	// AsPID1 makes Command the sandbox's PID 1 instead of bwrap's own
+	// reaper (used with srt-mcp's non-dumpable init where Landlock is
+	// missing).
+	AsPID1 bool
 }
 
 // SandboxHostname is the host name every sandbox sees.
@@ -23,9 +27,9 @@ const SandboxHostname = "sandbox"
 // The posture, in order on the command line:
 //   - every namespace bwrap can unshare is new: user, pid, net, ipc, uts and
 //     cgroup; nested user namespaces are disabled;
-//   - --die-with-parent and --as-pid-1: our own PID 1 (not dumpable, so the
-//     command cannot read or write its memory through /proc) reaps, forwards
-//     signals, and takes every process with it when it exits;
+//   - --die-with-parent: the sandbox dies with the runner; PID 1 (bwrap's
+//     reaper, or with AsPID1 srt-mcp's own) takes every process with it
+//     when the command exits;
 //   - --new-session so the command cannot push input into a terminal it
 //     shares with the host (TIOCSTI); --cap-drop ALL;
 //   - the mounts of the plan in plan order: bwrap applies binds left to
@@ -39,10 +43,12 @@ func BwrapArgs(plan *Plan, o BwrapOptions) []string {
 		"--unshare-user", "--unshare-pid", "--unshare-net",
 		"--unshare-ipc", "--unshare-uts", "--unshare-cgroup",
 		"--disable-userns",
-		"--die-with-parent", "--new-session", "--as-pid-1",
-		"--cap-drop", "ALL",
-		"--hostname", SandboxHostname,
+		"--die-with-parent", "--new-session",
 	}
+	if o.AsPID1 {
+		a = append(a, "--as-pid-1")
+	}
+	a = append(a, "--cap-drop", "ALL", "--hostname", SandboxHostname)
 	if o.JSONStatusFD > 0 {
 		a = append(a, "--json-status-fd", strconv.Itoa(o.JSONStatusFD))
 	}

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,103 +8,200 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// initMain is the sandbox's PID 1 ("srt-mcp __srt-init"). It runs inside
-// every namespace bwrap made, without the seccomp filter (it is our code),
-// and is not dumpable, so the command can neither ptrace it nor open its
-// /proc/1/mem. It verifies the sandbox, starts the exec stage, forwards
-// signals to every process in the sandbox, reaps orphans, and when the
-// command exits kills whatever is left and exits with the command's status.
+// execMain is the exec stage ("srt-mcp __srt-exec"), pid 2 of the sandbox:
+// the last code of ours the command's process runs. It verifies the sandbox
+// from inside, then — only after the runner said go — scopes itself with
+// Landlock, applies the rlimits (inside the user namespace, so RLIMIT_NPROC
+// counts only this sandbox), takes its stdio, closes every other fd, sets
+// no_new_privs and the seccomp filter, and execs the command.
+func execMain() int {
+	// Landlock and no_new_privs are per thread: stay on one until execve.
+	runtime.LockOSThread()
+	ctl := os.NewFile(fdInit, "srt-init")
+	cfgFile := os.NewFile(fdConfig, "srt-config")
+	if ctl == nil || cfgFile == nil {
+		fmt.Fprintln(os.Stderr, "srt-mcp: __srt-exec is internal; run srt-mcp exec instead")
+		return 125
+	}
+	conn, err := newMsgConn(ctl)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "srt-mcp: __srt-exec is internal; run srt-mcp exec instead")
+		return 125
+	}
+	fail := func(code, format string, args ...any) int {
+		_ = conn.send(initMsg{T: initMsgError, Code: code, Message: fmt.Sprintf(format, args...)})
+		return 125
+	}
+	var cfg initConfig
+	err = json.NewDecoder(io.LimitReader(cfgFile, MaxSpecBytes)).Decode(&cfg)
+	cfgFile.Close()
+	if err != nil {
+		return fail(ErrCodeInternal, "sandbox: bad configuration from the runner: %v", err)
+	}
+	if err := verifyInside(cfg.PID); err != nil {
+		return fail(ErrCodeVerification, "%v", err)
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return fail(ErrCodeInternal, "pipe: %v", err)
+	}
+	if err := conn.send(initMsg{T: initMsgVerified}, statusR); err != nil {
+		return 125
+	}
+	statusR.Close()
+	if m, _, err := conn.recv(); err != nil || m.T != initMsgGo {
+		return 125 // the runner refused the sandbox or went away
+	}
+	conn.close()
+
+	// From here on, failures go to the exec-status pipe.
+	failExec := func(code string, rc int, format string, args ...any) int {
+		b, _ := json.Marshal(initMsg{T: initMsgError, Code: code, Message: fmt.Sprintf(format, args...)})
+		_, _ = statusW.Write(b)
+		return rc
+	}
+	for i, fd := range cfg.Stdio {
+		if fd != i {
+			if err := unix.Dup3(fd, i, 0); err != nil {
+				return failExec(ErrCodeInternal, 125, "stdio: %v", err)
+			}
+		}
+	}
+	if cfg.PTY {
+		_ = unix.IoctlSetInt(0, unix.TIOCSCTTY, 0)
+	}
+	if err := unix.Chdir(cfg.Cwd); err != nil {
+		return failExec(ErrCodeInvalidCwd, 125, "cannot enter working directory %s: %v", cfg.Cwd, err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return failExec(ErrCodeSandboxFailed, 125, "prctl(PR_SET_NO_NEW_PRIVS): %v", err)
+	}
+	if cfg.Landlock > 0 {
+		if err := landlockScope(cfg.Landlock); err != nil {
+			return failExec(ErrCodeSandboxFailed, 125, "landlock: %v", err)
+		}
+	}
+	if err := applyRlimits(cfg.Limits); err != nil {
+		return failExec(ErrCodeLimitUnenforced, 125, "%v", err)
+	}
+	if len(cfg.Argv) == 0 {
+		return failExec(ErrCodeInvalidSpec, 125, "empty command")
+	}
+	path, code, err := lookPath(cfg.Argv[0], envValue(cfg.Env, "PATH"))
+	if err != nil {
+		rc := 127
+		if code == ErrCodeNotExecutable {
+			rc = 126
+		}
+		return failExec(code, rc, "%v", err)
+	}
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err := installSeccomp(); err != nil {
+		return failExec(ErrCodeSandboxFailed, 125, "seccomp: %v", err)
+	}
+	err = unix.Exec(path, cfg.Argv, cfg.Env)
+	code, rc := ErrCodeExecFailed, 126
+	if errors.Is(err, unix.ENOENT) {
+		code, rc = ErrCodeNotFound, 127
+	} else if errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOEXEC) {
+		code = ErrCodeNotExecutable
+	}
+	return failExec(code, rc, "cannot execute %s: %v", cfg.Argv[0], err)
+}
+
+// initMain is our own PID 1 ("srt-mcp __srt-init", bwrap --as-pid-1), used
+// where the kernel has no Landlock: bwrap's PID 1 is dumpable, so without
+// Landlock's ptrace scoping the command could open its /proc/1/mem. Ours is
+// not dumpable. It relays the start-up protocol to the exec stage, reaps
+// orphans, and when the command exits kills whatever is left and exits
+// with the command's status.
 func initMain() int {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	conn := os.NewFile(3, "srt-init")
-	if conn == nil {
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	signal.Ignore(unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGPIPE)
+	up, err := newMsgConn(os.NewFile(fdInit, "srt-init"))
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "srt-mcp: __srt-init is internal; run srt-mcp exec instead")
 		return 125
 	}
-	// Nothing bwrap passed through (its status fd, our stdio copies) may
-	// reach the exec stage except what startExecStage hands it.
-	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	in := bufio.NewReader(conn)
-	var mu sync.Mutex
-	send := func(m initMsg) {
-		b, _ := json.Marshal(m)
-		mu.Lock()
-		_, _ = conn.Write(append(b, '\n'))
-		mu.Unlock()
-	}
 	fail := func(code, format string, args ...any) int {
-		send(initMsg{T: initMsgError, Code: code, Message: fmt.Sprintf(format, args...)})
+		_ = up.send(initMsg{T: initMsgError, Code: code, Message: fmt.Sprintf(format, args...)})
 		return 125
 	}
-	var first initMsg
-	if err := readInitMsg(in, &first); err != nil || first.T != initMsgConfig || first.Config == nil {
-		return fail(ErrCodeInternal, "sandbox init: no configuration from the runner")
+	cfgFile := os.NewFile(fdConfig, "srt-config")
+	var cfg initConfig
+	err = json.NewDecoder(io.LimitReader(cfgFile, MaxSpecBytes)).Decode(&cfg)
+	cfgFile.Close()
+	if err != nil {
+		return fail(ErrCodeInternal, "sandbox init: bad configuration: %v", err)
 	}
-	cfg := first.Config
-	if err := verifyInside(); err != nil {
-		return fail(ErrCodeVerification, "%v", err)
+	if os.Getpid() != 1 {
+		return fail(ErrCodeVerification, "sandbox init is pid %d, not 1: no private pid namespace", os.Getpid())
 	}
-	send(initMsg{T: initMsgVerified})
-	var goMsg initMsg
-	if err := readInitMsg(in, &goMsg); err != nil || goMsg.T != initMsgGo {
-		return 125 // the runner refused the sandbox or went away
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fail(ErrCodeInternal, "socketpair: %v", err)
 	}
-
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
-	go func() {
-		for s := range sigs {
-			_ = unix.Kill(-1, s.(syscall.Signal))
-		}
-	}()
-
+	down, err := newMsgConn(os.NewFile(uintptr(fds[0]), "exec-stage"))
+	if err != nil {
+		return fail(ErrCodeInternal, "%v", err)
+	}
+	sockChild := os.NewFile(uintptr(fds[1]), "exec-stage-child")
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return fail(ErrCodeInternal, "pipe: %v", err)
+	}
 	stdio := []*os.File{os.NewFile(fdStdin, "stdin"), os.NewFile(fdStdout, "stdout"), os.NewFile(fdStderr, "stderr")}
-	mainPid, errMsg := startExecStage(cfg, stdio)
-	if errMsg != nil {
-		send(*errMsg)
-		reapAll(-1)
-		return 125
+	attr := &os.ProcAttr{
+		Env:   []string{},
+		Files: []*os.File{stdio[0], stdio[1], stdio[2], sockChild, cfgR},
+		Sys:   &syscall.SysProcAttr{Setsid: true, Setctty: cfg.PTY, Ctty: 0},
 	}
-	send(initMsg{T: initMsgStarted})
-	detachStdio()
+	p, err := os.StartProcess(SandboxSelf, []string{"srt-mcp", ModeExec}, attr)
+	sockChild.Close()
+	cfgR.Close()
 	for _, f := range stdio {
 		f.Close()
 	}
-	_ = unix.Close(fdJSONStatus)
-
+	if err != nil {
+		return fail(ErrCodeSandboxFailed, "start the exec stage: %v", err)
+	}
+	cfg.Stdio, cfg.PID = [3]int{0, 1, 2}, 2
 	go func() {
-		for {
-			var m initMsg
-			if err := readInitMsg(in, &m); err != nil {
-				// The runner is gone: take the sandbox down with it.
-				_ = unix.Kill(-1, unix.SIGKILL)
-				return
-			}
-			if m.T == initMsgSignal && m.Sig > 0 {
-				_ = unix.Kill(-1, syscall.Signal(m.Sig))
+		_ = json.NewEncoder(cfgW).Encode(cfg)
+		cfgW.Close()
+	}()
+	// verified (with the exec-status pipe) or error: up to the runner.
+	if m, files, err := down.recv(); err == nil {
+		_ = up.send(m, files...)
+		for _, f := range files {
+			f.Close()
+		}
+		if m.T == initMsgVerified {
+			if g, _, err := up.recv(); err == nil {
+				_ = down.send(g)
 			}
 		}
-	}()
-
-	ws := reapAll(mainPid)
-	code, sig := 0, 0
+	}
+	down.close()
+	up.close()
+	detachStdio()
+	ws := reapAll(p.Pid)
 	switch {
 	case ws.Exited():
-		code = ws.ExitStatus()
+		return ws.ExitStatus()
 	case ws.Signaled():
-		sig = int(ws.Signal())
-		code = 128 + sig
+		return 128 + int(ws.Signal())
 	}
-	send(initMsg{T: initMsgExit, Exit: code, Sig: sig})
-	return code
+	return 125
 }
 
 // reapAll waits for every child. When mainPid exits it kills the rest of
@@ -141,62 +237,15 @@ func detachStdio() {
 	_ = unix.Close(null)
 }
 
-// startExecStage starts "__srt-exec" as the command's process and waits
-// until it has exec'd the command (EOF on its status pipe) or failed.
-func startExecStage(cfg *initConfig, stdio []*os.File) (int, *initMsg) {
-	cfgR, cfgW, err := os.Pipe()
-	if err != nil {
-		return 0, &initMsg{T: initMsgError, Code: ErrCodeInternal, Message: err.Error()}
-	}
-	stR, stW, err := os.Pipe()
-	if err != nil {
-		return 0, &initMsg{T: initMsgError, Code: ErrCodeInternal, Message: err.Error()}
-	}
-	attr := &os.ProcAttr{
-		Dir:   cfg.Cwd,
-		Env:   []string{},
-		Files: []*os.File{stdio[0], stdio[1], stdio[2], cfgR, stW},
-		Sys:   &syscall.SysProcAttr{Setsid: true, Setctty: cfg.PTY, Ctty: 0},
-	}
-	p, err := os.StartProcess(SandboxSelf, []string{"srt-mcp", ModeExec}, attr)
-	cfgR.Close()
-	stW.Close()
-	if err != nil {
-		return 0, &initMsg{T: initMsgError, Code: ErrCodeSandboxFailed, Message: "start exec stage: " + err.Error()}
-	}
-	go func() {
-		_ = json.NewEncoder(cfgW).Encode(cfg)
-		cfgW.Close()
-	}()
-	out, _ := io.ReadAll(io.LimitReader(stR, 1<<16))
-	stR.Close()
-	if len(out) > 0 {
-		var m initMsg
-		if err := json.Unmarshal(out, &m); err != nil || m.T != initMsgError {
-			m = initMsg{T: initMsgError, Code: ErrCodeExecFailed, Message: strings.TrimSpace(string(out))}
-		}
-		return 0, &m
-	}
-	return p.Pid, nil
-}
-
-func readInitMsg(r *bufio.Reader, m *initMsg) error {
-	line, err := r.ReadBytes('\n')
-	if err != nil && len(line) == 0 {
-		return err
-	}
-	return json.Unmarshal(line, m)
-}
-
 // verifyInside checks, from within, that the sandbox is what bwrap was asked
-// for. The runner checks the namespaces from outside as well.
-func verifyInside() error {
-	if os.Getpid() != 1 {
-		return fmt.Errorf("sandbox init is pid %d, not 1: no private pid namespace", os.Getpid())
+// for. The runner checks every namespace from outside as well.
+func verifyInside(wantPid int) error {
+	if os.Getpid() != wantPid {
+		return fmt.Errorf("the sandbox's command is pid %d, not %d: no private pid namespace", os.Getpid(), wantPid)
 	}
 	self, err := os.Readlink("/proc/self")
-	if err != nil || self != "1" {
-		return fmt.Errorf("/proc is not the sandbox's own (/proc/self is %q): refusing to run", self)
+	if err != nil || self != strconv.Itoa(wantPid) {
+		return fmt.Errorf("/proc is not the sandbox's own (/proc/self is %q)", self)
 	}
 	if m, err := os.ReadFile("/proc/self/uid_map"); err != nil || strings.Join(strings.Fields(string(m)), " ") == "0 0 4294967295" {
 		return errors.New("still in the host's user namespace")
@@ -205,7 +254,8 @@ func verifyInside() error {
 	if err != nil {
 		return fmt.Errorf("cannot read network interfaces: %v", err)
 	}
-	for _, line := range strings.Split(string(dev), "\n")[2:] {
+	lines := strings.Split(string(dev), "\n")
+	for _, line := range lines[min(2, len(lines)):] {
 		name, _, ok := strings.Cut(strings.TrimSpace(line), ":")
 		if ok && name != "lo" {
 			return fmt.Errorf("network interface %q is visible: no private network namespace", name)
@@ -223,10 +273,6 @@ func verifyInside() error {
 			if n, err := strconv.ParseUint(v, 16, 64); err != nil || n != 0 {
 				return fmt.Errorf("capabilities were not dropped (%s %s)", k, v)
 			}
-		case "NoNewPrivs":
-			if v != "1" {
-				return errors.New("no_new_privs is not set")
-			}
 		}
 	}
 	var st unix.Statfs_t
@@ -234,63 +280,6 @@ func verifyInside() error {
 		return errors.New("the sandbox root is writable")
 	}
 	return nil
-}
-
-// execMain is the exec stage ("srt-mcp __srt-exec"): the last code of ours
-// the command's process runs. It applies the rlimits (inside the user
-// namespace, so RLIMIT_NPROC counts only this sandbox), closes every fd but
-// stdio, sets no_new_privs and the seccomp filter, and execs the command.
-// Failures go to PID 1 on fd 4 (close-on-exec: EOF there means success).
-func execMain() int {
-	unix.CloseOnExec(4)
-	status := os.NewFile(4, "exec-status")
-	fail := func(code string, rc int, format string, args ...any) int {
-		b, _ := json.Marshal(initMsg{T: initMsgError, Code: code, Message: fmt.Sprintf(format, args...)})
-		if status != nil {
-			_, _ = status.Write(b)
-		}
-		return rc
-	}
-	cfgFile := os.NewFile(3, "exec-config")
-	if cfgFile == nil || status == nil {
-		fmt.Fprintln(os.Stderr, "srt-mcp: __srt-exec is internal; run srt-mcp exec instead")
-		return 125
-	}
-	var cfg initConfig
-	if err := json.NewDecoder(io.LimitReader(cfgFile, MaxSpecBytes)).Decode(&cfg); err != nil {
-		return fail(ErrCodeInternal, 125, "exec stage: bad configuration: %v", err)
-	}
-	cfgFile.Close()
-	if len(cfg.Argv) == 0 {
-		return fail(ErrCodeInvalidSpec, 125, "empty command")
-	}
-	if err := unix.Chdir(cfg.Cwd); err != nil {
-		return fail(ErrCodeInvalidCwd, 125, "cannot enter working directory %s: %v", cfg.Cwd, err)
-	}
-	if err := applyRlimits(cfg.Limits); err != nil {
-		return fail(ErrCodeLimitUnenforced, 125, "%v", err)
-	}
-	path, code, err := lookPath(cfg.Argv[0], envValue(cfg.Env, "PATH"))
-	if err != nil {
-		rc := 127
-		if code == ErrCodeNotExecutable {
-			rc = 126
-		}
-		return fail(code, rc, "%v", err)
-	}
-	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	if err := installSeccomp(); err != nil {
-		return fail(ErrCodeSandboxFailed, 125, "seccomp: %v", err)
-	}
-	err = unix.Exec(path, cfg.Argv, cfg.Env)
-	code = ErrCodeExecFailed
-	rc := 126
-	if errors.Is(err, unix.ENOENT) {
-		code, rc = ErrCodeNotFound, 127
-	} else if errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOEXEC) {
-		code = ErrCodeNotExecutable
-	}
-	return fail(code, rc, "cannot execute %s: %v", cfg.Argv[0], err)
 }
 
 func applyRlimits(l rlimits) error {
@@ -302,6 +291,8 @@ func applyRlimits(l rlimits) error {
 		if err := syscall.Getrlimit(res, &cur); err == nil && cur.Max < v {
 			v = cur.Max
 		}
+		// syscall.Setrlimit (not x/sys) so the runtime forgets the
+		// RLIMIT_NOFILE it would otherwise restore at exec.
 		if err := syscall.Setrlimit(res, &syscall.Rlimit{Cur: v, Max: v}); err != nil {
 			return fmt.Errorf("cannot set %s to %d: %v", name, v, err)
 		}

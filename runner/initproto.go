@@ -1,54 +1,66 @@
 package runner
 
-// The protocol between the runner (outside the sandbox) and the sandbox's
-// PID 1 ("srt-mcp __srt-init", inside), over one inherited socketpair, fd 3
-// inside. Each message is one JSON line.
+// The start-up protocol between the runner (outside) and the sandbox side
+// (inside bwrap). bwrap passes these fds through to the command it starts:
 //
-//	runner                                        PID 1 (__srt-init)
-//	  | initConfig --------------------------------> |  checks: own /proc, own
-//	  |                                              |  user and net namespaces,
-//	  | <-------------------------------- verified   |  no capabilities
-//	  |  (runner compares /proc/<pid>/ns/* with its  |
-//	  |   own: every namespace must differ)          |
-//	  | go ----------------------------------------> |  start "__srt-exec":
-//	  |                                              |    rlimits, ctty, seccomp,
-//	  |                                              |    execve(command)
-//	  | <---------------------- started | error      |
-//	  | signal{sig} -------------------------------> |  kill(-1, sig): every
-//	  |                                              |  process in the sandbox
-//	  | <--------------------------- exit{code,sig}  |  command exited; the rest
-//	  |                                        EOF   |  are killed; PID 1 exits
+//	3  SOCK_SEQPACKET socketpair end: one JSON initMsg per datagram, fds in
+//	   SCM_RIGHTS alongside
+//	4  pipe: one initConfig, JSON, then EOF
+//	5  bwrap's own --json-status-fd (PID 1 of the sandbox, its exit code)
+//	6-8 the command's stdin, stdout, stderr (bwrap's own stdio is its
+//	   diagnostics, read by the runner)
 //
-// The exec stage reports to PID 1 on its own close-on-exec pipe: EOF means
-// execve succeeded, a JSON line means it failed and why.
+// The sandbox side is the exec stage ("srt-mcp __srt-exec", pid 2 under
+// bwrap's PID 1). Where Landlock is missing it is started by our own PID 1
+// ("srt-mcp __srt-init", bwrap --as-pid-1), which relays the same messages.
+//
+//	runner                                          exec stage (pid 2)
+//	  | fd 4: initConfig, EOF -----------------------> |
+//	  |                                                | verify: own /proc, user
+//	  |                                                | and net namespaces, no
+//	  |                                                | capabilities, read-only /
+//	  | <------ verified + SCM_RIGHTS[exec-status r] -- | (or error)
+//	  |  compare /proc/<pid1>/ns/* with our own:       |
+//	  |  every namespace must differ                   |
+//	  | go ------------------------------------------> | Landlock scope, rlimits,
+//	  |                                                | ctty, close fds,
+//	  |                                                | no_new_privs, seccomp,
+//	  |                                                | execve(command)
+//	  | exec-status pipe: EOF = exec'd, or one error    |
+//	  |                                                |
+//	  | bwrap exits with the command's status (128+N for signal N); PID 1
+//	  | kills everything left in the sandbox when the command exits.
+//
+// The exec-status pipe's write end is close-on-exec and held only by the
+// exec stage, so EOF on it means execve succeeded.
 
 const (
-	initMsgConfig   = "config"
 	initMsgVerified = "verified"
 	initMsgGo       = "go"
-	initMsgStarted  = "started"
 	initMsgError    = "error"
-	initMsgSignal   = "signal"
-	initMsgExit     = "exit"
 )
 
-// initMsg is every message of the PID 1 protocol.
+// initMsg is every message of the start-up protocol.
 type initMsg struct {
-	T       string      `json:"t"`
-	Config  *initConfig `json:"config,omitempty"`
-	Code    string      `json:"code,omitempty"` // error
-	Message string      `json:"message,omitempty"`
-	Sig     int         `json:"sig,omitempty"`  // signal, exit
-	Exit    int         `json:"exit,omitempty"` // exit
+	T       string `json:"t"`
+	Code    string `json:"code,omitempty"` // error
+	Message string `json:"message,omitempty"`
 }
 
-// initConfig is what PID 1 and the exec stage need to start the command.
+// initConfig is what the exec stage needs to start the command.
 type initConfig struct {
 	Argv   []string `json:"argv"`
 	Env    []string `json:"env"`
 	Cwd    string   `json:"cwd"`
 	PTY    bool     `json:"pty,omitempty"`
 	Limits rlimits  `json:"limits"`
+	// Stdio are the fds that become the command's 0, 1, 2.
+	Stdio [3]int `json:"stdio"`
+	// Landlock is the Landlock ABI to scope the command with (0: none; then
+	// our own non-dumpable PID 1 is what keeps /proc/1 out of reach).
+	Landlock int `json:"landlock,omitempty"`
+	// PID is the pid the exec stage must have in the sandbox.
+	PID int `json:"pid"`
 }
 
 // rlimits are applied by the exec stage, inside the user namespace, so that
@@ -65,4 +77,14 @@ const (
 	ModeRunner = "__runner"
 	ModeInit   = "__srt-init"
 	ModeExec   = "__srt-exec"
+)
+
+// Fds as the sandbox side sees them.
+const (
+	fdInit       = 3
+	fdConfig     = 4
+	fdJSONStatus = 5
+	fdStdin      = 6
+	fdStdout     = 7
+	fdStderr     = 8
 )

@@ -88,6 +88,10 @@ type PlanInput struct {
 	// SystemView and SystemEtc default to the policy package's lists.
 	SystemView []string
 	SystemEtc  []string
+	// EtcDir, when set, is a mirror of the SystemEtc entries (see EtcView)
+	// bound at /etc in one mount instead of one mount per entry. It is not
+	// used when an allow entry lands inside /etc.
+	EtcDir string
 }
 
 type ruleKind int
@@ -155,6 +159,25 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	rules, err := r.userRules(cwd, plan)
 	if err != nil {
 		return nil, err
+	}
+	if r.in.EtcDir != "" {
+		var kept []rule
+		for _, ru := range rules {
+			if !policy.Within(ru.dst, "/etc") {
+				kept = append(kept, ru)
+				continue
+			}
+			if ru.kind == kAllowRead || ru.kind == kAllowWrite || ru.kind == kExtraRO || ru.kind == kExtraRW {
+				r.in.EtcDir = "" // the view cannot take new entries: bind /etc entry by entry
+				kept = rules
+				break
+			}
+			// A deny inside the view applies only to what the view has.
+			if _, err := os.Lstat(filepath.Join(r.in.EtcDir, strings.TrimPrefix(ru.dst, "/etc"))); err == nil {
+				kept = append(kept, ru)
+			}
+		}
+		rules = kept
 	}
 	rules = append(r.systemRules(), rules...)
 
@@ -276,6 +299,9 @@ func (r *resolver) systemRules() []rule {
 			continue
 		}
 		out = append(out, rule{kind: kSystem, src: p, dst: p, isDir: fi.IsDir()})
+	}
+	if r.in.EtcDir != "" {
+		return append(out, rule{kind: kSystem, src: r.in.EtcDir, dst: "/etc", isDir: true})
 	}
 	for _, e := range r.in.SystemEtc {
 		p := "/etc/" + e
@@ -413,6 +439,9 @@ func checkReserved(p string) string {
 		if policy.Within(p, r) {
 			return r + " is provided by the sandbox itself; remove the entry"
 		}
+	}
+	if policy.Within(p, EtcViewRoot()) {
+		return "srt-mcp's own cache of the sandbox's /etc may not be named; remove the entry"
 	}
 	return ""
 }

@@ -77,7 +77,14 @@ type Spec struct {
 	// Mounts are extra bind mounts decided by the parent (a session's
 	// workspace, for example): host Src appears at Dst in the sandbox.
 	Mounts []ExtraMount `json:"mounts,omitempty"`
+	// Init selects the sandbox's PID 1 on Linux: "" picks bwrap's reaper
+	// with Landlock scoping where the kernel has Landlock, else srt-mcp's
+	// own non-dumpable init; "srt" forces srt-mcp's init.
+	Init string `json:"init,omitempty"`
 }
+
+// InitSRT is the Spec.Init value that forces srt-mcp's own PID 1.
+const InitSRT = "srt"
 
 // ExtraMount is a bind mount the parent adds to the policy's view.
 type ExtraMount struct {

@@ -134,11 +134,15 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 		}
 		opts.Self = self
 	}
+	tr("validated")
 	home := s.Home
 	if home == "" {
 		home, _ = os.UserHomeDir()
 	}
-	plan, err := BuildPlan(PlanInput{FS: s.Policy.Filesystem, Cwd: s.Cwd, Home: home, Self: opts.Self, Extra: s.Mounts, TmpBytes: s.Policy.Limits.TmpBytes})
+	ed := etcDir()
+	tr("etcdir")
+	plan, err := BuildPlan(PlanInput{FS: s.Policy.Filesystem, Cwd: s.Cwd, Home: home, Self: opts.Self, Extra: s.Mounts, TmpBytes: s.Policy.Limits.TmpBytes, EtcDir: ed})
+	tr("planned")
 	if err != nil {
 		return err
 	}
@@ -530,4 +534,15 @@ func ParseSignal(s string) (syscall.Signal, error) {
 		return syscall.Signal(n), nil
 	}
 	return 0, fmt.Errorf("unknown signal %q (use a name such as SIGINT or SIGTERM)", s)
+}
+
+// Trace prints a start-up timing mark when SRT_MCP_TRACE is set.
+func Trace(what string) { tr(what) }
+
+var trStart = time.Now()
+
+func tr(what string) {
+	if os.Getenv("SRT_MCP_TRACE") != "" {
+		fmt.Fprintf(os.Stderr, "%8.2fms %s\n", float64(time.Since(trStart).Microseconds())/1000, what)
+	}
 }

@@ -112,3 +112,6 @@ func (p *seatbeltProc) kill() {
 
 // FindBwrap exists on every platform for srt-mcp doctor.
 func FindBwrap() (string, error) { return "", fmt.Errorf("bubblewrap is Linux-only") }
+
+// etcDir: macOS reads /private/etc through the seatbelt profile.
+func etcDir() string { return "" }

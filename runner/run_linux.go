@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,25 +8,20 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/srt-mcp/srt-mcp/policy"
 )
 
-// startupTimeout bounds how long bwrap and PID 1 may take to come up.
+// startupTimeout bounds how long bwrap and the sandbox side may take to
+// come up.
 const startupTimeout = 30 * time.Second
-
-// Fds as bwrap and PID 1 see them (bwrap passes inherited fds through).
-const (
-	fdInit       = 3 // socketpair to PID 1
-	fdJSONStatus = 4 // bwrap's --json-status-fd
-	fdStdin      = 5 // the command's stdio; bwrap's own stdio is diagnostics
-	fdStdout     = 6
-	fdStderr     = 7
-)
 
 // FindBwrap locates bubblewrap. It does not use the caller's PATH first, so
 // a writable directory early in PATH cannot substitute it.
@@ -42,15 +36,15 @@ func FindBwrap() (string, error) {
 
 type bwrapProc struct {
 	cmd      *exec.Cmd
-	conn     *os.File
-	childPid int
+	pid1     int    // host pid of the sandbox's PID 1
+	pidNS    string // its pid namespace, "pid:[N]"
 	diag     *limitedBuffer
-
-	connMu   sync.Mutex
-	exitMsg  *initMsg
+	mu       sync.Mutex
+	killed   bool
+	exitCode int
+	exitSeen bool
 	waitDone chan struct{}
 	res      procResult
-	killed   bool
 }
 
 func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*os.File, opts Options) (sandboxProc, error) {
@@ -58,45 +52,74 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	if err != nil {
 		return nil, errorf(ErrCodeUnavailable, "bubblewrap (bwrap) is not installed; install it with: apt-get install -y bubblewrap")
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	asPID1 := r.spec.Init == InitSRT || LandlockABI() == 0
+	cfg.Stdio, cfg.PID = [3]int{fdStdin, fdStdout, fdStderr}, 2
+	if !asPID1 {
+		cfg.Landlock = LandlockABI()
+	}
+	cfgBytes, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	var closers []io.Closer
+	closeAll := func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, errorf(ErrCodeInternal, "socketpair: %v", err)
 	}
-	_ = unix.SetNonblock(fds[0], true)
-	conn := os.NewFile(uintptr(fds[0]), "srt-init")
-	theirs := os.NewFile(uintptr(fds[1]), "srt-init-child")
-	statusR, statusW, err := os.Pipe()
+	ctlChild := os.NewFile(uintptr(fds[1]), "srt-init-child")
+	conn, err := newMsgConn(os.NewFile(uintptr(fds[0]), "srt-init"))
 	if err != nil {
-		conn.Close()
-		theirs.Close()
-		return nil, errorf(ErrCodeInternal, "pipe: %v", err)
+		ctlChild.Close()
+		return nil, errorf(ErrCodeInternal, "%v", err)
 	}
-	diagR, diagW, err := os.Pipe()
-	if err != nil {
-		return nil, errorf(ErrCodeInternal, "pipe: %v", err)
+	cfgR, cfgW, err1 := os.Pipe()
+	statusR, statusW, err2 := os.Pipe()
+	diagR, diagW, err3 := os.Pipe()
+	if err1 != nil || err2 != nil || err3 != nil {
+		conn.close()
+		return nil, errorf(ErrCodeInternal, "pipe: %v %v %v", err1, err2, err3)
 	}
-	args := BwrapArgs(plan, BwrapOptions{JSONStatusFD: fdJSONStatus, Command: []string{SandboxSelf, ModeInit}})
+	closers = append(closers, ctlChild, cfgR, statusW, diagW)
+	stdin := child[0]
+	if stdin == nil {
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, null)
+		stdin = null
+	}
+	cmdArgs := []string{SandboxSelf, ModeExec}
+	if asPID1 {
+		cmdArgs = []string{SandboxSelf, ModeInit}
+	}
+	args := BwrapArgs(plan, BwrapOptions{JSONStatusFD: fdJSONStatus, Command: cmdArgs, AsPID1: asPID1})
 	cmd := exec.Command(bwrap, args...)
-	cmd.Env = []string{} // bwrap, and so PID 1's /proc/1/environ, get nothing of ours
-	cmd.Stdout, cmd.Stderr = diagW, diagW
-	cmd.ExtraFiles = []*os.File{theirs, statusW, child[0], child[1], child[2]}
+	cmd.Env = []string{} // bwrap, and so the sandbox's /proc/1/environ, get nothing of ours
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, diagW, diagW
+	cmd.ExtraFiles = []*os.File{ctlChild, cfgR, statusW, stdin, child[1], child[2]}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if child[0] == nil {
-		null, _ := os.Open(os.DevNull)
-		defer null.Close()
-		cmd.ExtraFiles[2] = null
-	}
+	tr("start")
 	startErr := cmd.Start()
-	theirs.Close()
-	statusW.Close()
-	diagW.Close()
+	closeAll()
 	if startErr != nil {
-		conn.Close()
+		conn.close()
+		cfgW.Close()
 		statusR.Close()
 		diagR.Close()
 		return nil, errorf(ErrCodeUnavailable, "cannot start bwrap: %v", startErr)
 	}
-	p := &bwrapProc{cmd: cmd, conn: conn, diag: &limitedBuffer{max: 16 << 10}, waitDone: make(chan struct{})}
+	go func() {
+		_, _ = cfgW.Write(cfgBytes)
+		cfgW.Close()
+	}()
+	p := &bwrapProc{cmd: cmd, diag: &limitedBuffer{max: 16 << 10}, waitDone: make(chan struct{})}
 	diagDone := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(p.diag, diagR)
@@ -104,13 +127,16 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		close(diagDone)
 	}()
 	pidCh := make(chan int, 1)
+	statusDone := make(chan struct{})
 	go func() {
+		defer close(statusDone)
 		defer statusR.Close()
 		dec := json.NewDecoder(statusR)
 		sent := false
 		for {
 			var st struct {
-				ChildPid int `json:"child-pid"`
+				ChildPid int  `json:"child-pid"`
+				ExitCode *int `json:"exit-code"`
 			}
 			if err := dec.Decode(&st); err != nil {
 				if !sent {
@@ -122,88 +148,91 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 				pidCh <- st.ChildPid
 				sent = true
 			}
+			if st.ExitCode != nil {
+				p.mu.Lock()
+				p.exitCode, p.exitSeen = *st.ExitCode, true
+				p.mu.Unlock()
+			}
 		}
 	}()
 
 	abort := func(e *Error) (sandboxProc, error) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		conn.Close()
+		conn.close()
 		<-diagDone
-		if d := strings.TrimSpace(p.diag.String()); d != "" && e.Code != ErrCodeVerification {
+		if d := strings.TrimSpace(p.diag.String()); d != "" {
 			e.Message += ": " + explainBwrap(d)
 		}
 		return nil, e
 	}
 	deadline := time.Now().Add(startupTimeout)
-	_ = conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	conn.setDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { conn.setDeadline(time.Now()) })
 	defer stop()
 
-	in := bufio.NewReader(conn)
-	if err := p.send(initMsg{T: initMsgConfig, Config: cfg}); err != nil {
-		return abort(errorf(ErrCodeSandboxFailed, "bubblewrap could not start the sandbox"))
-	}
-	var m initMsg
-	if err := readInitMsg(in, &m); err != nil {
+	m, files, err := conn.recv()
+	if err != nil {
 		return abort(errorf(ErrCodeSandboxFailed, "bubblewrap could not start the sandbox"))
 	}
 	if m.T == initMsgError {
 		return abort(&Error{Code: m.Code, Message: m.Message})
 	}
-	if m.T != initMsgVerified {
+	if m.T != initMsgVerified || len(files) != 1 {
 		return abort(errorf(ErrCodeSandboxFailed, "unexpected message %q from the sandbox", m.T))
 	}
+	tr("verified")
+	execStatus := files[0]
+	defer execStatus.Close()
 	select {
-	case p.childPid = <-pidCh:
+	case p.pid1 = <-pidCh:
 	case <-time.After(time.Until(deadline)):
 	}
-	if p.childPid <= 0 {
+	if p.pid1 <= 0 {
 		return abort(errorf(ErrCodeVerification, "bwrap did not report the sandbox's pid"))
 	}
-	if err := checkNamespaces(p.childPid); err != nil {
+	if p.pidNS, err = checkNamespaces(p.pid1); err != nil {
 		return abort(errorf(ErrCodeVerification, "%v; refusing to run unsandboxed", err))
 	}
-	if err := p.send(initMsg{T: initMsgGo}); err != nil {
+	tr("ns-checked")
+	if err := conn.send(initMsg{T: initMsgGo}); err != nil {
 		return abort(errorf(ErrCodeSandboxFailed, "the sandbox went away during start-up"))
 	}
-	if err := readInitMsg(in, &m); err != nil {
-		return abort(errorf(ErrCodeSandboxFailed, "the sandbox went away during start-up"))
+	conn.close()
+	// EOF on the exec-status pipe: the command was exec'd.
+	_ = execStatus.SetReadDeadline(deadline)
+	out, _ := io.ReadAll(io.LimitReader(execStatus, 1<<16))
+	tr("exec-eof")
+	if len(out) > 0 {
+		var em initMsg
+		if json.Unmarshal(out, &em) != nil || em.T != initMsgError {
+			em = initMsg{Code: ErrCodeExecFailed, Message: strings.TrimSpace(string(out))}
+		}
+		_ = cmd.Wait()
+		<-diagDone
+		return nil, &Error{Code: em.Code, Message: em.Message}
 	}
-	if m.T == initMsgError {
-		return abort(&Error{Code: m.Code, Message: m.Message})
-	}
-	if m.T != initMsgStarted {
-		return abort(errorf(ErrCodeSandboxFailed, "unexpected message %q from the sandbox", m.T))
-	}
-	_ = conn.SetDeadline(time.Time{})
 
 	go func() {
-		for {
-			var m initMsg
-			if err := readInitMsg(in, &m); err != nil {
-				break
-			}
-			if m.T == initMsgExit {
-				p.connMu.Lock()
-				p.exitMsg = &m
-				p.connMu.Unlock()
-			}
-		}
 		werr := cmd.Wait()
+		tr("bwrap-exit")
+		<-statusDone
+		tr("status-eof")
 		<-diagDone
-		conn.Close()
-		p.connMu.Lock()
-		defer p.connMu.Unlock()
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		switch {
-		case p.exitMsg != nil:
-			p.res = procResult{code: p.exitMsg.Exit, sig: p.exitMsg.Sig}
+		case p.exitSeen:
+			p.res = procResult{code: p.exitCode}
+			if p.exitCode > 128 && p.exitCode < 128+65 {
+				p.res.sig = p.exitCode - 128
+			}
 		case p.killed:
 			p.res = procResult{code: 128 + int(syscall.SIGKILL), sig: int(syscall.SIGKILL)}
 		default:
-			msg := "the sandbox's init process died"
+			msg := "the sandbox ended without reporting the command's exit status"
 			if werr != nil {
-				msg += " (" + werr.Error() + ")"
+				msg += " (bwrap: " + werr.Error() + ")"
 			}
 			if d := strings.TrimSpace(p.diag.String()); d != "" {
 				msg += ": " + d
@@ -215,65 +244,74 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	return p, nil
 }
 
-func (p *bwrapProc) send(m initMsg) error {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	p.connMu.Lock()
-	defer p.connMu.Unlock()
-	_, err = p.conn.Write(append(b, '\n'))
-	return err
-}
-
 func (p *bwrapProc) wait() procResult {
 	<-p.waitDone
 	return p.res
 }
 
+// signal sends sig to every process in the sandbox's pid namespace except
+// its PID 1, found by their namespace link: a process that left the
+// command's process group or session is still reached.
 func (p *bwrapProc) signal(sig syscall.Signal) error {
 	select {
 	case <-p.waitDone:
 		return ErrExited
 	default:
 	}
-	return p.send(initMsg{T: initMsgSignal, Sig: int(sig)})
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == p.pid1 {
+			continue
+		}
+		if ns, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && ns == p.pidNS {
+			_ = unix.Kill(pid, sig)
+		}
+	}
+	return nil
 }
 
 func (p *bwrapProc) kill() {
-	p.connMu.Lock()
+	p.mu.Lock()
 	p.killed = true
-	p.connMu.Unlock()
+	p.mu.Unlock()
 	select {
 	case <-p.waitDone:
 		return
 	default:
 	}
-	// PID 1 dying takes the whole pid namespace with it; bwrap's own
-	// monitor dying does too (--die-with-parent).
-	if p.childPid > 0 {
-		_ = unix.Kill(p.childPid, unix.SIGKILL)
+	// PID 1 dying takes the whole pid namespace with it; bwrap's monitor
+	// dying does too (--die-with-parent).
+	if p.pid1 > 0 {
+		_ = unix.Kill(p.pid1, unix.SIGKILL)
 	}
 	_ = p.cmd.Process.Kill()
 }
 
 // checkNamespaces compares every namespace of the sandbox's PID 1 with the
-// runner's own: each must be different.
-func checkNamespaces(pid int) error {
+// runner's own: each must be different. It returns the pid namespace link.
+func checkNamespaces(pid int) (string, error) {
+	var pidNS string
 	for _, ns := range []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"} {
 		mine, err := os.Readlink("/proc/self/ns/" + ns)
 		if err != nil {
-			return fmt.Errorf("cannot read own %s namespace: %v", ns, err)
+			return "", fmt.Errorf("cannot read own %s namespace: %v", ns, err)
 		}
 		theirs, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))
 		if err != nil {
-			return fmt.Errorf("cannot read the sandbox's %s namespace: %v", ns, err)
+			return "", fmt.Errorf("cannot read the sandbox's %s namespace: %v", ns, err)
 		}
 		if mine == theirs {
-			return fmt.Errorf("the sandbox shares the host's %s namespace (%s)", ns, mine)
+			return "", fmt.Errorf("the sandbox shares the host's %s namespace (%s)", ns, mine)
+		}
+		if ns == "pid" {
+			pidNS = theirs
 		}
 	}
-	return nil
+	return pidNS, nil
 }
 
 // explainBwrap adds the fix to bwrap's best-known failures.
@@ -283,7 +321,7 @@ func explainBwrap(msg string) string {
 		return msg + " (unprivileged user namespaces are disabled on this host: enable them with sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu 24.04+ allow bwrap in AppArmor; run srt-mcp doctor)"
 	case strings.Contains(msg, "RTM_NEWADDR") || strings.Contains(msg, "loopback"):
 		return msg + " (the host refuses a private network namespace; run srt-mcp doctor)"
-	case strings.Contains(msg, "Unknown option --disable-userns") || strings.Contains(msg, "Unknown option"):
+	case strings.Contains(msg, "Unknown option"):
 		return msg + " (bubblewrap 0.8.0 or newer is required; run srt-mcp doctor)"
 	}
 	return msg
@@ -313,4 +351,14 @@ func (b *limitedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// etcDir returns the mirror of the host's /etc for this run, "" (one bind
+// per entry) if it cannot be built.
+func etcDir() string {
+	d, err := EtcView(EtcViewRoot(), "/etc", policy.SystemEtc)
+	if err != nil {
+		return ""
+	}
+	return d
 }

@@ -68,7 +68,9 @@ func runExec(c *cli.Context) error {
 	if len(argv) == 0 {
 		return cli.Exit("exec needs a command: srt-mcp exec [flags] -- CMD [ARGS...]", exitUsage)
 	}
+	runner.Trace("cli")
 	spec, err := execSpec(c, argv)
+	runner.Trace("spec")
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
