@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/srt-mcp/srt-mcp/runner"
+)
+
+var benchCommand = &cli.Command{
+	Name:  "bench",
+	Usage: "time `python3 -c 1` bare, under minimal bwrap, and under srt-mcp exec, in one interleaved run",
+	Description: `Each round runs the three variants once, in turn, so that machine noise hits
+them alike. Prints the median and p90 of each and the ratio of srt-mcp exec
+to minimal bwrap (the issue's goal is at most 1.3x).`,
+	Flags: []cli.Flag{
+		&cli.IntFlag{Name: "rounds", Aliases: []string{"n"}, Value: 60, Usage: "measured rounds"},
+		&cli.IntFlag{Name: "warmup", Value: 5, Usage: "unmeasured rounds first"},
+		&cli.StringFlag{Name: "python", Value: "/usr/bin/python3", Usage: "interpreter to run"},
+	},
+	Action: runBench,
+}
+
+type benchCase struct {
+	name string
+	argv []string
+	ms   []float64
+}
+
+func runBench(c *cli.Context) error {
+	py := c.String("python")
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	bwrap, err := runner.FindBwrap()
+	if err != nil {
+		return cli.Exit("bench needs bwrap: apt-get install -y bubblewrap", 1)
+	}
+	wd, _ := os.Getwd()
+	cases := []*benchCase{
+		{name: "bare python3 -c 1", argv: []string{py, "-c", "1"}},
+		{name: "minimal bwrap", argv: []string{bwrap, "--unshare-all", "--die-with-parent", "--new-session",
+			"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", py, "-c", "1"}},
+		{name: "srt-mcp exec", argv: []string{self, "exec", "--", py, "-c", "1"}},
+	}
+	one := func(bc *benchCase) (float64, error) {
+		cmd := exec.Command(bc.argv[0], bc.argv[1:]...)
+		cmd.Dir = wd
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return 0, fmt.Errorf("%s: %v: %s", bc.name, err, out)
+		}
+		return float64(time.Since(start).Microseconds()) / 1000, nil
+	}
+	for i := 0; i < c.Int("warmup"); i++ {
+		for _, bc := range cases {
+			if _, err := one(bc); err != nil {
+				return cli.Exit(err.Error(), 1)
+			}
+		}
+	}
+	for i := 0; i < c.Int("rounds"); i++ {
+		for _, bc := range cases {
+			ms, err := one(bc)
+			if err != nil {
+				return cli.Exit(err.Error(), 1)
+			}
+			bc.ms = append(bc.ms, ms)
+		}
+	}
+	anchor := median(cases[1].ms)
+	fmt.Printf("%-22s %8s %8s %8s %10s\n", "variant", "median", "p90", "min", "vs bwrap")
+	for _, bc := range cases {
+		m := median(bc.ms)
+		fmt.Printf("%-22s %6.2fms %6.2fms %6.2fms %9.2fx\n", bc.name, m, pct(bc.ms, 0.9), pct(bc.ms, 0), m/anchor)
+	}
+	fmt.Printf("\nrounds: %d (interleaved), goal: srt-mcp exec <= 1.30x minimal bwrap\n", c.Int("rounds"))
+	return nil
+}
+
+func median(xs []float64) float64 { return pct(xs, 0.5) }
+
+func pct(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[int(p*float64(len(s)-1)+0.5)]
+}
