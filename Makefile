@@ -6,7 +6,7 @@ GO      ?= go
 BIN     ?= bin/srt-mcp
 TAGS    := urfave_cli_no_docs
 export CGO_ENABLED := 0
-GOFLAGS_BUILD := -tags $(TAGS) -trimpath
+GOFLAGS_BUILD := -tags $(TAGS) -trimpath -ldflags "-s -w"
 
 APT_RUN  := bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-seaborn \
             python3-reportlab python3-openpyxl python3-scipy

@@ -9,10 +9,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,23 +27,20 @@ import (
 func execMain() int {
 	// Landlock and no_new_privs are per thread: stay on one until execve.
 	runtime.LockOSThread()
-	ctl := os.NewFile(fdInit, "srt-init")
+	debug.SetGCPercent(-1) // a few milliseconds of life: no collector needed
 	cfgFile := os.NewFile(fdConfig, "srt-config")
-	if ctl == nil || cfgFile == nil {
+	if st, err := unix.GetsockoptInt(fdInit, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || st != unix.SOCK_SEQPACKET || cfgFile == nil {
 		fmt.Fprintln(os.Stderr, "srt-mcp: __srt-exec is internal; run srt-mcp exec instead")
 		return 125
 	}
-	conn, err := newMsgConn(ctl)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "srt-mcp: __srt-exec is internal; run srt-mcp exec instead")
-		return 125
-	}
+	// Plain syscalls on fd 3: this stage stays free of the runtime's poller.
+	conn := rawConn(fdInit)
 	fail := func(code, format string, args ...any) int {
 		_ = conn.send(initMsg{T: initMsgError, Code: code, Message: fmt.Sprintf(format, args...)})
 		return 125
 	}
 	var cfg initConfig
-	err = json.NewDecoder(io.LimitReader(cfgFile, MaxSpecBytes)).Decode(&cfg)
+	err := json.NewDecoder(io.LimitReader(cfgFile, MaxSpecBytes)).Decode(&cfg)
 	cfgFile.Close()
 	if err != nil {
 		return fail(ErrCodeInternal, "sandbox: bad configuration from the runner: %v", err)
@@ -53,20 +52,37 @@ func execMain() int {
 	if err != nil {
 		return fail(ErrCodeInternal, "pipe: %v", err)
 	}
-	if err := conn.send(initMsg{T: initMsgVerified}, statusR); err != nil {
+	handOut := []*os.File{statusR}
+	var tty *os.File
+	if cfg.PTY {
+		// A terminal from the sandbox's own devpts, so that ttyname(3)
+		// and /dev/pts/N make sense inside; the runner gets the master.
+		ptmx, t, err := pty.Open()
+		if err != nil {
+			return fail(ErrCodeSandboxFailed, "open a terminal in the sandbox: %v", err)
+		}
+		_ = pty.Setsize(ptmx, &pty.Winsize{Rows: cfg.Rows, Cols: cfg.Cols})
+		handOut, tty = append(handOut, ptmx), t
+	}
+	if err := conn.send(initMsg{T: initMsgVerified}, handOut...); err != nil {
 		return 125
 	}
-	statusR.Close()
+	for _, f := range handOut {
+		f.Close()
+	}
 	if m, _, err := conn.recv(); err != nil || m.T != initMsgGo {
 		return 125 // the runner refused the sandbox or went away
 	}
-	conn.close()
+	_ = unix.Close(fdInit)
 
 	// From here on, failures go to the exec-status pipe.
 	failExec := func(code string, rc int, format string, args ...any) int {
 		b, _ := json.Marshal(initMsg{T: initMsgError, Code: code, Message: fmt.Sprintf(format, args...)})
 		_, _ = statusW.Write(b)
 		return rc
+	}
+	if tty != nil {
+		cfg.Stdio = [3]int{int(tty.Fd()), int(tty.Fd()), int(tty.Fd())}
 	}
 	for i, fd := range cfg.Stdio {
 		if fd != i {
@@ -75,8 +91,11 @@ func execMain() int {
 			}
 		}
 	}
-	if cfg.PTY {
-		_ = unix.IoctlSetInt(0, unix.TIOCSCTTY, 0)
+	if tty != nil {
+		_, _ = unix.Setsid() // fails harmlessly if already a session leader
+		if err := unix.IoctlSetInt(0, unix.TIOCSCTTY, 0); err != nil {
+			return failExec(ErrCodeSandboxFailed, 125, "make the terminal the controlling tty: %v", err)
+		}
 	}
 	if err := unix.Chdir(cfg.Cwd); err != nil {
 		return failExec(ErrCodeInvalidCwd, 125, "cannot enter working directory %s: %v", cfg.Cwd, err)
@@ -163,7 +182,7 @@ func initMain() int {
 	attr := &os.ProcAttr{
 		Env:   []string{},
 		Files: []*os.File{stdio[0], stdio[1], stdio[2], sockChild, cfgR},
-		Sys:   &syscall.SysProcAttr{Setsid: true, Setctty: cfg.PTY, Ctty: 0},
+		Sys:   &syscall.SysProcAttr{Setsid: true},
 	}
 	p, err := os.StartProcess(SandboxSelf, []string{"srt-mcp", ModeExec}, attr)
 	sockChild.Close()
@@ -174,7 +193,8 @@ func initMain() int {
 	if err != nil {
 		return fail(ErrCodeSandboxFailed, "start the exec stage: %v", err)
 	}
-	cfg.Stdio, cfg.PID = [3]int{0, 1, 2}, 2
+	// Our own threads took the first pids of the namespace.
+	cfg.Stdio, cfg.PID = [3]int{0, 1, 2}, p.Pid
 	go func() {
 		_ = json.NewEncoder(cfgW).Encode(cfg)
 		cfgW.Close()

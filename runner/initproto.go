@@ -19,7 +19,8 @@ package runner
 //	  |                                                | verify: own /proc, user
 //	  |                                                | and net namespaces, no
 //	  |                                                | capabilities, read-only /
-//	  | <------ verified + SCM_RIGHTS[exec-status r] -- | (or error)
+//	  | <------ verified + SCM_RIGHTS[exec-status r,   | (or error)
+//	  |           PTY master when asked for one] ----- |
 //	  |  compare /proc/<pid1>/ns/* with our own:       |
 //	  |  every namespace must differ                   |
 //	  | go ------------------------------------------> | Landlock scope, rlimits,
@@ -53,6 +54,8 @@ type initConfig struct {
 	Env    []string `json:"env"`
 	Cwd    string   `json:"cwd"`
 	PTY    bool     `json:"pty,omitempty"`
+	Rows   uint16   `json:"rows,omitempty"`
+	Cols   uint16   `json:"cols,omitempty"`
 	Limits rlimits  `json:"limits"`
 	// Stdio are the fds that become the command's 0, 1, 2.
 	Stdio [3]int `json:"stdio"`

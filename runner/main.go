@@ -22,6 +22,7 @@ func Dispatch() {
 	}
 	switch os.Args[1] {
 	case ModeRunner:
+		CloexecFrom(6)
 		os.Exit(runnerMain())
 	case ModeInit:
 		os.Exit(initMain())

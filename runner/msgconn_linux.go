@@ -89,3 +89,36 @@ func (m *msgConn) recv() (initMsg, []*os.File, error) {
 func (m *msgConn) setDeadline(t time.Time) { _ = m.c.SetDeadline(t) }
 
 func (m *msgConn) close() { m.c.Close() }
+
+// rawConn speaks the same datagrams as msgConn with plain blocking
+// syscalls; the exec stage uses it to stay off the runtime's poller.
+type rawConn int
+
+func (c rawConn) send(msg initMsg, files ...*os.File) error {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	var oob []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		oob = unix.UnixRights(fds...)
+	}
+	return unix.Sendmsg(int(c), b, oob, nil, 0)
+}
+
+func (c rawConn) recv() (initMsg, []*os.File, error) {
+	var msg initMsg
+	buf := make([]byte, 64<<10)
+	n, _, _, _, err := unix.Recvmsg(int(c), buf, nil, 0)
+	if err != nil {
+		return msg, nil, err
+	}
+	if n == 0 {
+		return msg, nil, errors.New("connection closed")
+	}
+	return msg, nil, json.Unmarshal(buf[:n], &msg)
+}

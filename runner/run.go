@@ -64,6 +64,8 @@ type sandboxProc interface {
 	signal(sig syscall.Signal) error
 	// kill ends the sandbox at once (SIGKILL to all of it).
 	kill()
+	// terminal is the PTY master the sandbox opened, if any.
+	terminal() *os.File
 }
 
 type procResult struct {
@@ -160,7 +162,10 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 			f.Close()
 		}
 	}()
-	if s.Stdin == StdinPTY {
+	if s.Stdin == StdinPTY && ptyInsideSandbox {
+		// The sandbox opens the terminal in its own /dev/pts (so ttyname
+		// works inside) and hands the runner the master at start-up.
+	} else if s.Stdin == StdinPTY {
 		ptmx, tty, err := pty.Open()
 		if err != nil {
 			return errorf(ErrCodeInternal, "open pty: %v", err)
@@ -221,7 +226,12 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 		Env:    sandboxEnv(s),
 		Cwd:    plan.Cwd,
 		PTY:    s.Stdin == StdinPTY,
+		Rows:   s.Rows,
+		Cols:   s.Cols,
 		Limits: limitsFor(s.Policy.Limits),
+	}
+	if cfg.Rows == 0 || cfg.Cols == 0 {
+		cfg.Rows, cfg.Cols = 24, 80
 	}
 	proc, err := launch(ctx, r, plan, cfg, child, opts)
 	if err != nil {
@@ -234,6 +244,15 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 		return err
 	}
 	r.proc = proc
+	if t := proc.terminal(); t != nil {
+		r.mu.Lock()
+		r.ptmx, r.stdin = t, t
+		r.mu.Unlock()
+		readers = append(readers, struct {
+			f    *os.File
+			name string
+		}{t, EventStdout})
+	}
 	r.emit(Event{Type: EventReady})
 	if t := s.Policy.Limits.Timeout.Std(); t > 0 {
 		time.AfterFunc(t-time.Since(r.start), func() { r.stop(EventTimeout, false) })
@@ -257,7 +276,13 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 
 // pump copies one output stream into events, enforcing the output cap.
 func (r *Run) pump(f *os.File, name string) {
-	defer f.Close()
+	// A PTY master stays open until the sandbox is gone (finish closes
+	// it): EIO arrives as soon as the command closes its last terminal fd,
+	// which can be just before it exits, and closing the master then would
+	// hang up the terminal and kill the command with SIGHUP.
+	if f != r.ptmx {
+		defer f.Close()
+	}
 	limit := r.spec.Policy.Limits.MaxOutputBytes
 	var n int64
 	buf := make([]byte, 32<<10)
@@ -334,6 +359,9 @@ func (r *Run) finish(e Event) {
 	r.mu.Unlock()
 	if stdin != nil && stdin != r.ptmx {
 		stdin.Close()
+	}
+	if r.ptmx != nil {
+		r.ptmx.Close()
 	}
 	if r.plan != nil {
 		for _, v := range sweep(r.plan) {

@@ -97,6 +97,12 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	return p, nil
 }
 
+func (p *seatbeltProc) terminal() *os.File { return nil }
+
+// ptyInsideSandbox: macOS has no devpts of its own per sandbox; the runner
+// opens the terminal.
+const ptyInsideSandbox = false
+
 func (p *seatbeltProc) wait() procResult { <-p.waitDone; return p.res }
 
 func (p *seatbeltProc) signal(sig syscall.Signal) error {

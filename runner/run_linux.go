@@ -45,7 +45,14 @@ type bwrapProc struct {
 	exitSeen bool
 	waitDone chan struct{}
 	res      procResult
+	ptmx     *os.File
 }
+
+func (p *bwrapProc) terminal() *os.File { return p.ptmx }
+
+// ptyInsideSandbox: on Linux the sandbox opens its terminal in its own
+// devpts and passes the master out.
+const ptyInsideSandbox = true
 
 func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*os.File, opts Options) (sandboxProc, error) {
 	bwrap, err := FindBwrap()
@@ -86,14 +93,17 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		return nil, errorf(ErrCodeInternal, "pipe: %v %v %v", err1, err2, err3)
 	}
 	closers = append(closers, ctlChild, cfgR, statusW, diagW)
-	stdin := child[0]
-	if stdin == nil {
-		null, err := os.Open(os.DevNull)
-		if err != nil {
-			return nil, err
+	// Every stdio slot must be a real fd in the sandbox (a nil ExtraFiles
+	// entry would leave a hole that a later fd silently fills).
+	for i := range child {
+		if child[i] == nil {
+			null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+			if err != nil {
+				return nil, err
+			}
+			closers = append(closers, null)
+			child[i] = null
 		}
-		closers = append(closers, null)
-		stdin = null
 	}
 	cmdArgs := []string{SandboxSelf, ModeExec}
 	if asPID1 {
@@ -103,7 +113,7 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	cmd := exec.Command(bwrap, args...)
 	cmd.Env = []string{} // bwrap, and so the sandbox's /proc/1/environ, get nothing of ours
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, diagW, diagW
-	cmd.ExtraFiles = []*os.File{ctlChild, cfgR, statusW, stdin, child[1], child[2]}
+	cmd.ExtraFiles = []*os.File{ctlChild, cfgR, statusW, child[0], child[1], child[2]}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	tr("start")
 	startErr := cmd.Start()
@@ -178,11 +188,21 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	if m.T == initMsgError {
 		return abort(&Error{Code: m.Code, Message: m.Message})
 	}
-	if m.T != initMsgVerified || len(files) != 1 {
-		return abort(errorf(ErrCodeSandboxFailed, "unexpected message %q from the sandbox", m.T))
+	want := 1
+	if cfg.PTY {
+		want = 2
+	}
+	if m.T != initMsgVerified || len(files) != want {
+		for _, f := range files {
+			f.Close()
+		}
+		return abort(errorf(ErrCodeSandboxFailed, "unexpected message %q with %d fds from the sandbox", m.T, len(files)))
 	}
 	tr("verified")
 	execStatus := files[0]
+	if cfg.PTY {
+		p.ptmx = files[1]
+	}
 	defer execStatus.Close()
 	select {
 	case p.pid1 = <-pidCh:
@@ -204,6 +224,9 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	out, _ := io.ReadAll(io.LimitReader(execStatus, 1<<16))
 	tr("exec-eof")
 	if len(out) > 0 {
+		if p.ptmx != nil {
+			p.ptmx.Close()
+		}
 		var em initMsg
 		if json.Unmarshal(out, &em) != nil || em.T != initMsgError {
 			em = initMsg{Code: ErrCodeExecFailed, Message: strings.TrimSpace(string(out))}

@@ -18,3 +18,5 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 func FindBwrap() (string, error) { return "", errors.New("bubblewrap is Linux-only") }
 
 func etcDir() string { return "" }
+
+const ptyInsideSandbox = false

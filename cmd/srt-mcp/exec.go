@@ -59,6 +59,7 @@ filesystem.denyRead, ...) or srt-mcp's snake_case form; unknown keys are errors.
 		&cli.StringFlag{Name: "max-file-size", Usage: "largest file the command may write, `SIZE`"},
 		&cli.BoolFlag{Name: "pty", Usage: "run the command on a pseudo-terminal"},
 		&cli.BoolFlag{Name: "json", Usage: "print the event stream as NDJSON instead of passing output through"},
+		&cli.StringFlag{Name: "init", Hidden: true, Usage: "\"srt\": use srt-mcp's own PID 1 even where Landlock is available (tests the fallback)"},
 	},
 	Action: runExec,
 }
@@ -239,7 +240,7 @@ func execSpec(c *cli.Context, argv []string) (*runner.Spec, error) {
 	}
 	return &runner.Spec{
 		Version: runner.SpecVersion, ID: uuid.NewString(), Argv: argv, Cwd: cwd, Home: home,
-		Env: env, Policy: p, Stdin: stdin,
+		Env: env, Policy: p, Stdin: stdin, Init: c.String("init"),
 	}, nil
 }
 

@@ -22,6 +22,7 @@ var version = "dev"
 
 func main() {
 	runner.Dispatch()
+	runner.CloexecFrom(3)
 	app := &cli.App{
 		Name:    "srt-mcp",
 		Usage:   "run code and commands in native OS sandboxes, from a shell or as an MCP server",
