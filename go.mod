@@ -14,6 +14,9 @@ require (
 
 require (
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
+	github.com/elazarl/goproxy v1.9.2 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
+	github.com/things-go/go-socks5 v0.0.5 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
+	golang.org/x/text v0.43.0 // indirect
 )

@@ -13,6 +13,7 @@ package policy
 
 import (
 	"fmt"
+	"net/netip"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"path/filepath"
@@ -55,6 +56,14 @@ type Filesystem struct {
 type Network struct {
 	AllowedDomains []string `json:"allowed_domains,omitempty"`
 	DeniedDomains  []string `json:"denied_domains,omitempty"`
+	// AllowedIPRanges are address ranges (CIDR) an allowed name may
+	// resolve to even though they are loopback, private, link-local or
+	// cloud-metadata addresses, which the DNS-rebinding guard otherwise
+	// refuses. Operator-level: a call may not widen it.
+	AllowedIPRanges []string `json:"allowed_ip_ranges,omitempty"`
+	// Hosts pins names to addresses, like /etc/hosts for the proxy only
+	// (the guard still applies). Operator-level: a call may not set it.
+	Hosts map[string]string `json:"hosts,omitempty"`
 }
 
 // Limits bound one execution's resources. Zero means "no limit" for every
@@ -176,6 +185,17 @@ func (p *Policy) Validate() error {
 			return &Error{Code: CodeInvalidDomain, Field: fmt.Sprintf("network.denied_domains[%d]", i), Value: d, Message: err.Error()}
 		}
 	}
+	if _, err := p.Network.Ranges(); err != nil {
+		return err
+	}
+	for name, ip := range p.Network.Hosts {
+		if _, err := canonicalName(name); err != nil {
+			return &Error{Code: CodeInvalidDomain, Field: "network.hosts", Value: name, Message: err.Error()}
+		}
+		if _, ok := ParseIP(ip); !ok {
+			return &Error{Code: CodeInvalidDomain, Field: "network.hosts." + name, Value: ip, Message: "not an IP address"}
+		}
+	}
 	return p.Limits.Validate()
 }
 
@@ -246,4 +266,21 @@ func Within(p, root string) bool {
 		return strings.HasPrefix(p, "/")
 	}
 	return p == root || strings.HasPrefix(p, root+"/")
+}
+
+// Ranges parses AllowedIPRanges.
+func (n *Network) Ranges() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for i, r := range n.AllowedIPRanges {
+		pfx, err := netip.ParsePrefix(r)
+		if err != nil {
+			a, ok := ParseIP(r)
+			if !ok {
+				return nil, &Error{Code: CodeInvalidDomain, Field: fmt.Sprintf("network.allowed_ip_ranges[%d]", i), Value: r, Message: "not a CIDR range such as 127.0.0.0/8 or an IP address"}
+			}
+			pfx = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, pfx.Masked())
+	}
+	return out, nil
 }

@@ -88,6 +88,14 @@ func parseNetwork(raw json.RawMessage, n *Network) error {
 			if err := strictUnmarshal(v, &n.DeniedDomains, field); err != nil {
 				return err
 			}
+		case "allowedIpRanges", "allowed_ip_ranges":
+			if err := strictUnmarshal(v, &n.AllowedIPRanges, field); err != nil {
+				return err
+			}
+		case "hosts":
+			if err := strictUnmarshal(v, &n.Hosts, field); err != nil {
+				return err
+			}
 		case "allowLocalBinding", "allowAllUnixSockets", "strictAllowlist":
 			// strictAllowlist:true is srt-mcp's only mode; the others must stay off.
 			if k == "strictAllowlist" {
@@ -305,6 +313,16 @@ func Merge(p, q Policy) Policy {
 	out.Filesystem.AllowGitConfig = p.Filesystem.AllowGitConfig || q.Filesystem.AllowGitConfig
 	out.Network.AllowedDomains = append(append([]string{}, p.Network.AllowedDomains...), q.Network.AllowedDomains...)
 	out.Network.DeniedDomains = append(append([]string{}, p.Network.DeniedDomains...), q.Network.DeniedDomains...)
+	out.Network.AllowedIPRanges = append(append([]string{}, p.Network.AllowedIPRanges...), q.Network.AllowedIPRanges...)
+	if len(p.Network.Hosts)+len(q.Network.Hosts) > 0 {
+		out.Network.Hosts = map[string]string{}
+		for k, v := range p.Network.Hosts {
+			out.Network.Hosts[k] = v
+		}
+		for k, v := range q.Network.Hosts {
+			out.Network.Hosts[k] = v
+		}
+	}
 	l, m := &out.Limits, q.Limits
 	if m.Timeout != 0 {
 		l.Timeout = m.Timeout

@@ -64,6 +64,15 @@ func execMain() int {
 		_ = pty.Setsize(ptmx, &pty.Winsize{Rows: cfg.Rows, Cols: cfg.Cols})
 		handOut, tty = append(handOut, ptmx), t
 	}
+	if cfg.Proxy {
+		for _, port := range []int{ProxyHTTPPort, ProxySOCKSPort} {
+			l, err := loopbackListener(port)
+			if err != nil {
+				return fail(ErrCodeSandboxFailed, "proxy listener on 127.0.0.1:%d: %v", port, err)
+			}
+			handOut = append(handOut, l)
+		}
+	}
 	if err := conn.send(initMsg{T: initMsgVerified}, handOut...); err != nil {
 		return 125
 	}
@@ -381,4 +390,23 @@ func lookPath(name, path string) (string, string, error) {
 		return "", ErrCodeNotExecutable, lastErr
 	}
 	return "", ErrCodeNotFound, fmt.Errorf("%s: command not found in the sandbox (PATH=%s)", name, path)
+}
+
+// loopbackListener opens a TCP listener on the sandbox's own loopback. The
+// runner serves it from outside; inside, nothing else can take the port.
+func loopbackListener(port int) (*os.File, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if err := unix.Listen(fd, 512); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), fmt.Sprintf("proxy-%d", port)), nil
 }

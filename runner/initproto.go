@@ -20,7 +20,7 @@ package runner
 //	  |                                                | and net namespaces, no
 //	  |                                                | capabilities, read-only /
 //	  | <------ verified + SCM_RIGHTS[exec-status r,   | (or error)
-//	  |           PTY master when asked for one] ----- |
+//	  |       PTY master, proxy listeners if asked] -- |
 //	  |  compare /proc/<pid1>/ns/* with our own:       |
 //	  |  every namespace must differ                   |
 //	  | go ------------------------------------------> | Landlock scope, rlimits,
@@ -64,6 +64,9 @@ type initConfig struct {
 	Landlock int `json:"landlock,omitempty"`
 	// PID is the pid the exec stage must have in the sandbox.
 	PID int `json:"pid"`
+	// Proxy asks the exec stage to open the HTTP (3128) and SOCKS5 (1080)
+	// proxy listeners on the sandbox's loopback and hand them to the runner.
+	Proxy bool `json:"proxy,omitempty"`
 }
 
 // rlimits are applied by the exec stage, inside the user namespace, so that

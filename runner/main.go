@@ -16,14 +16,14 @@ import (
 // "__srt-init", "__srt-exec") and exits; it returns only when the process is
 // a normal srt-mcp invocation. Call it first thing in main, before any flag
 // parsing (runc's init.go does the same).
-func Dispatch() {
+func Dispatch(opts Options) {
 	if len(os.Args) < 2 {
 		return
 	}
 	switch os.Args[1] {
 	case ModeRunner:
 		CloexecFrom(6)
-		os.Exit(runnerMain())
+		os.Exit(runnerMain(opts))
 	case ModeInit:
 		os.Exit(initMain())
 	case ModeExec:
@@ -50,7 +50,7 @@ var (
 
 // runnerMain is "srt-mcp __runner": one execution, driven over fds 3-5 (see
 // the protocol diagram in protocol.go).
-func runnerMain() int {
+func runnerMain(opts Options) int {
 	specF, evF, ctlF := os.NewFile(3, "spec"), os.NewFile(4, "events"), os.NewFile(5, "control")
 	for _, f := range []*os.File{specF, evF, ctlF} {
 		if f == nil {
@@ -90,7 +90,7 @@ func runnerMain() int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	run, _ := Start(ctx, spec, sink, Options{})
+	run, _ := Start(ctx, spec, sink, opts)
 	go func() {
 		sc := bufio.NewScanner(ctlF)
 		sc.Buffer(make([]byte, 64<<10), 8<<20)

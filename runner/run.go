@@ -2,9 +2,12 @@ package runner
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -33,7 +36,24 @@ type Options struct {
 	// Self is the srt-mcp binary mounted into the sandbox; default: this
 	// process's executable.
 	Self string
+	// Egress serves the sandbox's only way out: the HTTP and SOCKS5 proxy
+	// listeners the sandbox opened on its own loopback. Nil means no
+	// network at all.
+	Egress EgressFunc
 }
+
+// EgressFunc starts one execution's egress filter on the two listeners the
+// sandbox opened (HTTP proxy and SOCKS5, inside its network namespace, so
+// only that sandbox reaches them). Every allow and deny goes to report.
+// The returned Closer stops it. The netproxy package provides it; the
+// runner does not depend on it.
+type EgressFunc func(n policy.Network, token string, http, socks net.Listener, report func(Violation)) (io.Closer, error)
+
+// In-sandbox proxy ports; the environment points clients at them.
+const (
+	ProxyHTTPPort  = 3128
+	ProxySOCKSPort = 1080
+)
 
 // Run is one sandboxed execution in progress, seen from the runner.
 type Run struct {
@@ -50,10 +70,11 @@ type Run struct {
 	killTimer *time.Timer
 	truncated []string
 
-	proc sandboxProc
-	plan *Plan
-	done chan struct{}
-	term Event
+	proc   sandboxProc
+	egress io.Closer
+	plan   *Plan
+	done   chan struct{}
+	term   Event
 }
 
 // sandboxProc is the platform's handle on a started sandbox.
@@ -66,6 +87,9 @@ type sandboxProc interface {
 	kill()
 	// terminal is the PTY master the sandbox opened, if any.
 	terminal() *os.File
+	// proxyListeners are the HTTP and SOCKS5 listeners the sandbox opened
+	// on its own loopback, if asked for; the caller owns them.
+	proxyListeners() []*os.File
 }
 
 type procResult struct {
@@ -221,9 +245,14 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 		}
 	}
 
+	token := ""
+	if opts.Egress != nil {
+		token = newToken()
+	}
 	cfg := &initConfig{
 		Argv:   s.Argv,
-		Env:    sandboxEnv(s),
+		Env:    sandboxEnv(s, token),
+		Proxy:  opts.Egress != nil,
 		Cwd:    plan.Cwd,
 		PTY:    s.Stdin == StdinPTY,
 		Rows:   s.Rows,
@@ -252,6 +281,28 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 			f    *os.File
 			name string
 		}{t, EventStdout})
+	}
+	if ls := proc.proxyListeners(); opts.Egress != nil && len(ls) == 2 {
+		hl, err1 := net.FileListener(ls[0])
+		sl, err2 := net.FileListener(ls[1])
+		ls[0].Close()
+		ls[1].Close()
+		if err1 != nil || err2 != nil {
+			proc.kill()
+			proc.wait()
+			return errorf(ErrCodeSandboxFailed, "network proxy listeners: %v %v", err1, err2)
+		}
+		eg, err := opts.Egress(s.Policy.Network, token, hl, sl, func(v Violation) {
+			r.emit(Event{Type: EventViolation, Violation: &v})
+		})
+		if err != nil {
+			hl.Close()
+			sl.Close()
+			proc.kill()
+			proc.wait()
+			return errorf(ErrCodeInvalidPolicy, "network: %v", err)
+		}
+		r.egress = eg
 	}
 	r.emit(Event{Type: EventReady})
 	if t := s.Policy.Limits.Timeout.Std(); t > 0 {
@@ -362,6 +413,9 @@ func (r *Run) finish(e Event) {
 	}
 	if r.ptmx != nil {
 		r.ptmx.Close()
+	}
+	if r.egress != nil {
+		r.egress.Close()
 	}
 	if r.plan != nil {
 		for _, v := range sweep(r.plan) {
@@ -481,7 +535,7 @@ func (r *Run) Plan() *Plan { return r.plan }
 
 // sandboxEnv is the command's whole environment: a minimal base, never the
 // runner's own, plus what the caller set.
-func sandboxEnv(s *Spec) []string {
+func sandboxEnv(s *Spec, token string) []string {
 	env := map[string]string{
 		"PATH":   "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME":   SandboxHome,
@@ -499,6 +553,11 @@ func sandboxEnv(s *Spec) []string {
 	if s.Stdin == StdinPTY {
 		env["TERM"] = "xterm-256color"
 	}
+	if token != "" {
+		for k, v := range proxyEnv(token) {
+			env[k] = v
+		}
+	}
 	for k, v := range s.Env {
 		env[k] = v
 	}
@@ -508,6 +567,30 @@ func sandboxEnv(s *Spec) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// proxyEnv points every common client at the in-sandbox proxy: curl,
+// wget, pip, npm, git, Go and Python's urllib and requests read these. The
+// sandbox has no DNS of its own; names are resolved by the proxy.
+func proxyEnv(token string) map[string]string {
+	httpURL := fmt.Sprintf("http://srt:%s@127.0.0.1:%d", token, ProxyHTTPPort)
+	socksURL := fmt.Sprintf("socks5h://srt:%s@127.0.0.1:%d", token, ProxySOCKSPort)
+	noProxy := "localhost,127.0.0.1,::1"
+	return map[string]string{
+		"HTTP_PROXY": httpURL, "http_proxy": httpURL,
+		"HTTPS_PROXY": httpURL, "https_proxy": httpURL,
+		"ALL_PROXY": socksURL, "all_proxy": socksURL,
+		"NO_PROXY": noProxy, "no_proxy": noProxy,
+		"npm_config_proxy": httpURL, "npm_config_https_proxy": httpURL,
+		"PIP_PROXY":        httpURL,
+		"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.proxyAuthMethod", "GIT_CONFIG_VALUE_0": "basic",
+	}
+}
+
+func newToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // processHeadroom covers PID 1's own threads, which share the sandbox's

@@ -99,6 +99,10 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 
 func (p *seatbeltProc) terminal() *os.File { return nil }
 
+// proxyListeners: on macOS the network stays closed for now (the profile
+// denies network*); the proxy is Linux-only.
+func (p *seatbeltProc) proxyListeners() []*os.File { return nil }
+
 // ptyInsideSandbox: macOS has no devpts of its own per sandbox; the runner
 // opens the terminal.
 const ptyInsideSandbox = false

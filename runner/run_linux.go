@@ -35,20 +35,23 @@ func FindBwrap() (string, error) {
 }
 
 type bwrapProc struct {
-	cmd      *exec.Cmd
-	pid1     int    // host pid of the sandbox's PID 1
-	pidNS    string // its pid namespace, "pid:[N]"
-	diag     *limitedBuffer
-	mu       sync.Mutex
-	killed   bool
-	exitCode int
-	exitSeen bool
-	waitDone chan struct{}
-	res      procResult
-	ptmx     *os.File
+	cmd       *exec.Cmd
+	pid1      int    // host pid of the sandbox's PID 1
+	pidNS     string // its pid namespace, "pid:[N]"
+	diag      *limitedBuffer
+	mu        sync.Mutex
+	killed    bool
+	exitCode  int
+	exitSeen  bool
+	waitDone  chan struct{}
+	res       procResult
+	ptmx      *os.File
+	listeners []*os.File
 }
 
 func (p *bwrapProc) terminal() *os.File { return p.ptmx }
+
+func (p *bwrapProc) proxyListeners() []*os.File { return p.listeners }
 
 // ptyInsideSandbox: on Linux the sandbox opens its terminal in its own
 // devpts and passes the master out.
@@ -190,7 +193,10 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	}
 	want := 1
 	if cfg.PTY {
-		want = 2
+		want++
+	}
+	if cfg.Proxy {
+		want += 2
 	}
 	if m.T != initMsgVerified || len(files) != want {
 		for _, f := range files {
@@ -200,8 +206,12 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	}
 	tr("verified")
 	execStatus := files[0]
+	rest := files[1:]
 	if cfg.PTY {
-		p.ptmx = files[1]
+		p.ptmx, rest = rest[0], rest[1:]
+	}
+	if cfg.Proxy {
+		p.listeners = rest[:2]
 	}
 	defer execStatus.Close()
 	select {
@@ -226,6 +236,9 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	if len(out) > 0 {
 		if p.ptmx != nil {
 			p.ptmx.Close()
+		}
+		for _, l := range p.listeners {
+			l.Close()
 		}
 		var em initMsg
 		if json.Unmarshal(out, &em) != nil || em.T != initMsgError {

@@ -86,7 +86,7 @@ func liveCheck() check {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
-	run, err := runner.Start(ctx, spec, func(runner.Event) {}, runner.Options{})
+	run, err := runner.Start(ctx, spec, func(runner.Event) {}, runner.Options{Egress: egress})
 	if err != nil {
 		return check{Name: "sandbox start", Status: "missing", Detail: err.Error(), Fix: "see the message above; srt-mcp never runs unsandboxed"}
 	}

@@ -46,6 +46,8 @@ filesystem.denyRead, ...) or srt-mcp's snake_case form; unknown keys are errors.
 		&cli.StringFlag{Name: "settings", Usage: "srt-format settings `FILE`"},
 		&cli.StringSliceFlag{Name: "allow-domain", Usage: "allow network access to `DOMAIN` (repeatable; *.x.com for subdomains, host:port)"},
 		&cli.StringSliceFlag{Name: "deny-domain", Usage: "deny `DOMAIN` even if allowed (repeatable)"},
+		&cli.StringSliceFlag{Name: "allow-ip-range", Usage: "let allowed names resolve to `CIDR` (loopback/private ranges are refused otherwise)"},
+		&cli.StringSliceFlag{Name: "resolve", Usage: "pin `HOST=IP` for the proxy, like curl --resolve (repeatable)"},
 		&cli.StringSliceFlag{Name: "allow-read", Usage: "make `PATH` readable (repeatable)"},
 		&cli.StringSliceFlag{Name: "deny-read", Usage: "hide `PATH` (repeatable)"},
 		&cli.StringSliceFlag{Name: "allow-write", Usage: "make `PATH` writable (repeatable; . for the working directory)"},
@@ -88,7 +90,10 @@ func runExec(c *cli.Context) error {
 		case runner.EventStderr:
 			_, _ = os.Stderr.Write(e.Data)
 		case runner.EventViolation:
-			fmt.Fprintln(os.Stderr, "srt-mcp:", describeViolation(e.Violation))
+			// Pass-through mode reports refusals only; --json has all.
+			if e.Violation != nil && e.Violation.Decision == "deny" {
+				fmt.Fprintln(os.Stderr, "srt-mcp:", describeViolation(e.Violation))
+			}
 		}
 	}
 	stdinTTY := term.IsTerminal(int(os.Stdin.Fd()))
@@ -97,7 +102,7 @@ func runExec(c *cli.Context) error {
 			spec.Cols, spec.Rows = uint16(w), uint16(h)
 		}
 	}
-	opts := runner.Options{}
+	opts := runner.Options{Egress: egress}
 	if spec.Stdin == runner.StdinPipe {
 		opts.Stdin = os.Stdin
 	}
@@ -192,6 +197,17 @@ func execSpec(c *cli.Context, argv []string) (*runner.Spec, error) {
 	var add policy.Policy
 	add.Network.AllowedDomains = c.StringSlice("allow-domain")
 	add.Network.DeniedDomains = c.StringSlice("deny-domain")
+	add.Network.AllowedIPRanges = c.StringSlice("allow-ip-range")
+	for _, kv := range c.StringSlice("resolve") {
+		host, ip, ok := strings.Cut(kv, "=")
+		if !ok || host == "" {
+			return nil, fmt.Errorf("--resolve %q: use HOST=IP", kv)
+		}
+		if add.Network.Hosts == nil {
+			add.Network.Hosts = map[string]string{}
+		}
+		add.Network.Hosts[host] = ip
+	}
 	add.Filesystem.AllowRead = c.StringSlice("allow-read")
 	add.Filesystem.DenyRead = c.StringSlice("deny-read")
 	add.Filesystem.AllowWrite = c.StringSlice("allow-write")

@@ -21,7 +21,7 @@ import (
 var version = "dev"
 
 func main() {
-	runner.Dispatch()
+	runner.Dispatch(runner.Options{Egress: egress})
 	runner.CloexecFrom(3)
 	app := &cli.App{
 		Name:    "srt-mcp",

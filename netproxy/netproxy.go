@@ -1,0 +1,303 @@
+// Package netproxy is the egress filter of one execution: an HTTP proxy
+// (plain requests and CONNECT tunnels, on goproxy) and a SOCKS5 proxy (the
+// proxy resolves names: socks5h), both deciding with one policy.Decider,
+// both dialing only an address that passed the resolved-address guard, and
+// both reporting every allow and deny with the rule that decided.
+//
+// The proxy knows nothing about processes: it serves whatever listeners it
+// is given. The runner gives it listeners that live inside one sandbox's
+// network namespace, so only that sandbox can reach it; a per-execution
+// token is required as well.
+package netproxy
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/srt-mcp/srt-mcp/policy"
+)
+
+// Decision is one allow or deny, reported to Config.OnDecision.
+type Decision struct {
+	Protocol string // "http", "connect" or "socks5"
+	Host     string // as requested
+	Port     int
+	Allow    bool
+	Rule     string     // the pattern or reason that decided
+	Addr     netip.Addr // the address dialed (allowed names only)
+}
+
+// Resolver looks up a host's addresses. net.DefaultResolver satisfies it.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Config configures a Proxy.
+type Config struct {
+	Decider *policy.Decider
+	// Token is the per-execution secret: the password of HTTP proxy basic
+	// auth and of SOCKS5 user/password auth. Empty disables the check.
+	Token string
+	// Resolver resolves names; nil means the system resolver.
+	Resolver Resolver
+	// AllowedRanges are address ranges a name may resolve to even though
+	// the guard would refuse them (loopback, private, link-local, metadata).
+	AllowedRanges []netip.Prefix
+	// OnDecision receives every decision. It must not block for long.
+	OnDecision func(Decision)
+	// DialTimeout bounds each upstream connect (default 30s).
+	DialTimeout time.Duration
+}
+
+// Rules used when the decider allowed a name but its address did not pass.
+const (
+	RuleResolveFailed = "could not resolve the host name"
+	RuleGuard         = "resolves to a loopback, private, link-local or metadata address (DNS-rebinding guard); allow that range explicitly to reach it"
+)
+
+// Proxy is one execution's egress filter.
+type Proxy struct {
+	cfg Config
+
+	mu        sync.Mutex
+	listeners []net.Listener
+	conns     map[net.Conn]struct{}
+	closed    bool
+}
+
+// New checks cfg and returns a Proxy that serves nothing yet.
+func New(cfg Config) (*Proxy, error) {
+	if cfg.Decider == nil {
+		return nil, errors.New("netproxy: no decider")
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = 30 * time.Second
+	}
+	return &Proxy{cfg: cfg, conns: map[net.Conn]struct{}{}}, nil
+}
+
+// Close stops every listener and connection.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, l := range p.listeners {
+		l.Close()
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+	return nil
+}
+
+func (p *Proxy) track(l net.Listener) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		l.Close()
+		return false
+	}
+	p.listeners = append(p.listeners, l)
+	return true
+}
+
+func (p *Proxy) trackConn(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		c.Close()
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrackConn(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+}
+
+// target is a destination that passed the decision and the guard.
+type target struct {
+	host string
+	port int
+	addr netip.Addr
+}
+
+// check decides host:port for protocol, resolves it, applies the guard,
+// and reports the decision. It returns the address to dial.
+func (p *Proxy) check(ctx context.Context, protocol, host string, port int) (target, Decision) {
+	d := Decision{Protocol: protocol, Host: host, Port: port}
+	dec := p.cfg.Decider.Decide(host, port)
+	d.Allow, d.Rule = dec.Allow, dec.Rule
+	t := target{host: host, port: port}
+	if d.Allow {
+		canon, _ := policy.CanonicalHost(host)
+		if ip, ok := policy.ParseIP(canon); ok {
+			// An IP literal allowed by an IP entry is the operator's choice.
+			t.addr = ip
+		} else {
+			addr, err := p.resolve(ctx, canon)
+			switch {
+			case err != nil:
+				d.Allow, d.Rule = false, RuleResolveFailed+": "+err.Error()
+			case !addr.IsValid():
+				d.Allow, d.Rule = false, RuleGuard
+			default:
+				t.addr = addr
+			}
+		}
+	}
+	d.Addr = t.addr
+	if p.cfg.OnDecision != nil {
+		p.cfg.OnDecision(d)
+	}
+	return t, d
+}
+
+// resolve returns the first address of host that passes the guard, or an
+// invalid address if every one is refused.
+func (p *Proxy) resolve(ctx context.Context, host string) (netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	addrs, err := p.cfg.Resolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		var de *net.DNSError
+		if errors.As(err, &de) && de.IsNotFound {
+			return netip.Addr{}, errors.New("no such host")
+		}
+		return netip.Addr{}, err
+	}
+	loopbackName := host == "localhost" || strings.HasSuffix(host, ".localhost")
+	for _, a := range addrs {
+		a = a.Unmap()
+		if loopbackName && a.IsLoopback() {
+			return a, nil // "localhost" allowed by name means this host's loopback
+		}
+		if p.guardAllows(a) {
+			return a, nil
+		}
+	}
+	return netip.Addr{}, nil
+}
+
+func (p *Proxy) guardAllows(a netip.Addr) bool {
+	for _, r := range p.cfg.AllowedRanges {
+		if r.Contains(a) {
+			return true
+		}
+	}
+	return !Restricted(a)
+}
+
+// Restricted reports whether a is an address a name may not silently
+// resolve to: loopback, unspecified, private, shared (CGNAT), link-local,
+// multicast, broadcast, documentation and benchmark ranges, the cloud
+// metadata endpoints, and IPv6 forms that embed any of those.
+func Restricted(a netip.Addr) bool {
+	a = a.Unmap()
+	if a.Is6() {
+		if v4, ok := embeddedV4(a); ok {
+			return Restricted(v4)
+		}
+	}
+	if a.IsLoopback() || a.IsUnspecified() || a.IsPrivate() || a.IsLinkLocalUnicast() ||
+		a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() || a.IsMulticast() {
+		return true
+	}
+	for _, r := range restrictedRanges {
+		if r.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+var restrictedRanges = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range []string{
+		"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15",
+		"198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "255.255.255.255/32",
+		"100.100.100.200/32", "168.63.129.16/32", "169.254.0.0/16",
+		"fd00:ec2::/32", "2001:db8::/32", "fc00::/7", "fe80::/10",
+	} {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}()
+
+// embeddedV4 extracts an IPv4 address from NAT64 (64:ff9b::/96), 6to4
+// (2002::/16) and IPv4-compatible (::/96) forms.
+func embeddedV4(a netip.Addr) (netip.Addr, bool) {
+	b := a.As16()
+	switch {
+	case b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b:
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+	case b[0] == 0x20 && b[1] == 0x02:
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	case isZero(b[:12]) && !isZero(b[12:]):
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+	}
+	return netip.Addr{}, false
+}
+
+func isZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *Proxy) dial(ctx context.Context, t target) (net.Conn, error) {
+	d := net.Dialer{Timeout: p.cfg.DialTimeout, KeepAlive: 30 * time.Second}
+	return d.DialContext(ctx, "tcp", net.JoinHostPort(t.addr.String(), strconv.Itoa(t.port)))
+}
+
+// tokenOK checks an HTTP Proxy-Authorization header (Basic, any user, the
+// token as password).
+func (p *Proxy) tokenOK(header string) bool {
+	if p.cfg.Token == "" {
+		return true
+	}
+	scheme, cred, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "basic") {
+		return false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil {
+		return false
+	}
+	_, pass, _ := strings.Cut(string(raw), ":")
+	return subtle.ConstantTimeCompare([]byte(pass), []byte(p.cfg.Token)) == 1
+}
+
+// splitHostPort parses "host:port" with a default port.
+func splitHostPort(hostport string, def int) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(hostport)
+	if err != nil {
+		if strings.Contains(err.Error(), "missing port") {
+			return strings.Trim(hostport, "[]"), def, nil
+		}
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("invalid port %q", portStr)
+	}
+	return host, port, nil
+}
