@@ -315,7 +315,12 @@ func (r *resolver) systemRules() []rule {
 }
 
 func (r *resolver) userRules(cwd string, plan *Plan) ([]rule, error) {
-	out := []rule{{kind: kAllowRead, src: cwd, dst: cwd, isDir: true, field: "cwd"}}
+	// The working directory is visible read-only, except "/": running from
+	// the root must not expose the whole host.
+	var out []rule
+	if cwd != "/" {
+		out = append(out, rule{kind: kAllowRead, src: cwd, dst: cwd, isDir: true, field: "cwd"})
+	}
 	add := func(kind ruleKind, name string, entries []string) error {
 		for i, e := range entries {
 			field := fmt.Sprintf("filesystem.%s[%d]", name, i)
@@ -579,6 +584,11 @@ func evaluate(rules []rule) ([]Mount, map[string]state) {
 		}
 		st := inh
 		var src *rule
+		if sys := has(kSystem); sys != nil && (inh == stRO || inh == stRW) && len(rs) == 1 {
+			// A host bind of an ancestor already shows the host's own entry.
+			states[dst] = inh
+			continue
+		}
 		if sys := has(kSystem); sys != nil {
 			if sys.field == "symlink" {
 				if inh != stHidden {

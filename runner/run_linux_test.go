@@ -1,0 +1,311 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/srt-mcp/srt-mcp/policy"
+)
+
+func requireBwrap(t *testing.T) {
+	t.Helper()
+	if _, err := FindBwrap(); err != nil {
+		t.Skip("bubblewrap is not installed (apt-get install -y bubblewrap)")
+	}
+}
+
+// collector records a run's events and checks the stream's invariants.
+type collector struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (c *collector) sink(e Event) {
+	c.mu.Lock()
+	c.events = append(c.events, e)
+	c.mu.Unlock()
+}
+
+func (c *collector) check(t *testing.T) (stdout, stderr string, end Event) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out, errb bytes.Buffer
+	terminals := 0
+	for i, e := range c.events {
+		if e.Seq != uint64(i+1) {
+			t.Fatalf("event %d has seq %d: %+v", i, e.Seq, c.events)
+		}
+		if e.TS <= 0 {
+			t.Fatalf("event %d has no timestamp", i)
+		}
+		switch e.Type {
+		case EventStdout:
+			out.Write(e.Data)
+		case EventStderr:
+			errb.Write(e.Data)
+		}
+		if e.Terminal() {
+			terminals++
+			end = e
+			if i != len(c.events)-1 {
+				t.Fatalf("terminal event %q is not last", e.Type)
+			}
+		}
+	}
+	if terminals != 1 {
+		t.Fatalf("want exactly one terminal event, got %d: %+v", terminals, c.events)
+	}
+	if end.Type != EventError && (len(c.events) == 0 || c.events[0].Type != EventReady) {
+		t.Fatalf("first event is not ready: %+v", c.events)
+	}
+	return out.String(), errb.String(), end
+}
+
+func testSpec(t *testing.T, argv ...string) Spec {
+	return Spec{Version: SpecVersion, ID: t.Name(), Argv: argv, Cwd: t.TempDir(), Stdin: StdinNull,
+		Policy: policy.Policy{Limits: policy.Limits{MaxProcesses: 256, MaxMemoryBytes: 2 << 30}}}
+}
+
+// both runs fn with the in-process runner and with a re-executed runner
+// process (the path the MCP server uses), for both PID 1 variants.
+func both(t *testing.T, fn func(t *testing.T, start func(Spec, func(Event)) Handle)) {
+	requireBwrap(t)
+	for _, init := range []string{"", InitSRT} {
+		name := "landlock"
+		if init == InitSRT {
+			name = "srt-init"
+		}
+		t.Run("inproc-"+name, func(t *testing.T) {
+			fn(t, func(s Spec, sink func(Event)) Handle {
+				s.Init = init
+				r, _ := Start(context.Background(), s, sink, Options{})
+				return r
+			})
+		})
+		t.Run("process-"+name, func(t *testing.T) {
+			fn(t, func(s Spec, sink func(Event)) Handle {
+				s.Init = init
+				p, err := StartProcess(s, sink)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			})
+		})
+	}
+}
+
+func TestRunExitAndOutput(t *testing.T) {
+	both(t, func(t *testing.T, start func(Spec, func(Event)) Handle) {
+		var c collector
+		h := start(testSpec(t, "/bin/sh", "-c", "echo out; echo err >&2; printf '\\377\\376'; exit 3"), c.sink)
+		h.Wait()
+		out, errs, end := c.check(t)
+		if end.Type != EventExit || end.ExitCode != 3 {
+			t.Fatalf("end %+v", end)
+		}
+		if out != "out\n\xff\xfe" || errs != "err\n" {
+			t.Fatalf("stdout %q stderr %q", out, errs)
+		}
+	})
+}
+
+func TestRunStdinPipe(t *testing.T) {
+	both(t, func(t *testing.T, start func(Spec, func(Event)) Handle) {
+		var c collector
+		s := testSpec(t, "/bin/sh", "-c", "read a; echo got:$a; cat")
+		s.Stdin = StdinPipe
+		h := start(s, c.sink)
+		if _, err := h.Write([]byte("one\ntwo\n")); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.CloseStdin(); err != nil {
+			t.Fatal(err)
+		}
+		h.Wait()
+		out, _, end := c.check(t)
+		if end.ExitCode != 0 || out != "got:one\ntwo\n" {
+			t.Fatalf("out %q end %+v", out, end)
+		}
+		if _, err := h.Write([]byte("late")); err == nil {
+			t.Fatal("a write after exit succeeded")
+		}
+	})
+}
+
+func TestRunPTY(t *testing.T) {
+	both(t, func(t *testing.T, start func(Spec, func(Event)) Handle) {
+		var c collector
+		s := testSpec(t, "/bin/sh", "-c", "tty; stty size; read x; echo hi-$x")
+		s.Stdin, s.Rows, s.Cols = StdinPTY, 30, 100
+		h := start(s, c.sink)
+		_, _ = h.Write([]byte("bob\n"))
+		h.Wait()
+		out, _, end := c.check(t)
+		if end.ExitCode != 0 || !strings.Contains(out, "/dev/pts/") || !strings.Contains(out, "30 100") || !strings.Contains(out, "hi-bob") {
+			t.Fatalf("out %q end %+v", out, end)
+		}
+	})
+}
+
+func TestRunCancel(t *testing.T) {
+	both(t, func(t *testing.T, start func(Spec, func(Event)) Handle) {
+		for _, force := range []bool{false, true} {
+			var c collector
+			// The trap shows SIGTERM reached the command before the kill.
+			h := start(testSpec(t, "/bin/sh", "-c", "trap 'echo term; exit 9' TERM; echo up; while :; do sleep 0.05; done"), c.sink)
+			waitFor(t, &c, "up")
+			began := time.Now()
+			h.Cancel(force)
+			h.Wait()
+			out, _, end := c.check(t)
+			if end.Type != EventCancelled {
+				t.Fatalf("force=%v: end %+v", force, end)
+			}
+			if !force && !strings.Contains(out, "term") {
+				t.Fatalf("graceful cancel did not deliver SIGTERM: %q", out)
+			}
+			if time.Since(began) > 3*time.Second {
+				t.Fatalf("force=%v: cancel took %s", force, time.Since(began))
+			}
+		}
+	})
+}
+
+func TestRunTimeoutKillsIgnorers(t *testing.T) {
+	both(t, func(t *testing.T, start func(Spec, func(Event)) Handle) {
+		var c collector
+		s := testSpec(t, "/bin/sh", "-c", "trap '' TERM; sleep 30")
+		s.Policy.Limits.Timeout = policy.Duration(300 * time.Millisecond)
+		s.Grace = policy.Duration(300 * time.Millisecond)
+		began := time.Now()
+		h := start(s, c.sink)
+		h.Wait()
+		_, _, end := c.check(t)
+		if end.Type != EventTimeout || end.TimeoutSeconds != 0.3 {
+			t.Fatalf("end %+v", end)
+		}
+		if d := time.Since(began); d > 3*time.Second {
+			t.Fatalf("timeout took %s", d)
+		}
+	})
+}
+
+func TestRunOutputCap(t *testing.T) {
+	both(t, func(t *testing.T, start func(Spec, func(Event)) Handle) {
+		var c collector
+		s := testSpec(t, "/bin/sh", "-c", "head -c 5000000 /dev/zero; echo done >&2")
+		s.Policy.Limits.MaxOutputBytes = 1000
+		h := start(s, c.sink)
+		h.Wait()
+		out, errs, end := c.check(t)
+		if len(out) != 1000 || errs != "done\n" || end.ExitCode != 0 || len(end.Truncated) != 1 || end.Truncated[0] != "stdout" {
+			t.Fatalf("len %d stderr %q end %+v", len(out), errs, end)
+		}
+	})
+}
+
+func TestRunErrors(t *testing.T) {
+	both(t, func(t *testing.T, start func(Spec, func(Event)) Handle) {
+		for _, tc := range []struct {
+			argv []string
+			code string
+		}{
+			{[]string{"no-such-command"}, ErrCodeNotFound},
+			{[]string{"/etc/passwd"}, ErrCodeNotExecutable},
+		} {
+			var c collector
+			h := start(testSpec(t, tc.argv...), c.sink)
+			h.Wait()
+			_, _, end := c.check(t)
+			if end.Type != EventError || end.ErrCode != tc.code {
+				t.Fatalf("%v: end %+v", tc.argv, end)
+			}
+		}
+		var c collector
+		s := testSpec(t, "/bin/true")
+		s.Policy.Filesystem.AllowWrite = []string{"/no/such/dir"}
+		h := start(s, c.sink)
+		h.Wait()
+		_, _, end := c.check(t)
+		if end.Type != EventError || end.ErrCode != ErrCodeInvalidPolicy || !strings.Contains(end.Message, "filesystem.allow_write[0]") {
+			t.Fatalf("end %+v", end)
+		}
+	})
+}
+
+// TestRunnerDiesWithParent kills -9 a process that started a runner: the
+// runner, bwrap and the sandboxed command must all be gone.
+func TestRunnerDiesWithParent(t *testing.T) {
+	requireBwrap(t)
+	if os.Getenv("SRT_TEST_PARENT") == "1" {
+		p, err := StartProcess(Spec{Version: SpecVersion, ID: "orphan", Argv: []string{"/bin/sleep", "300.4242"}, Cwd: os.TempDir(), Stdin: StdinNull}, func(e Event) { os.Stderr.WriteString(e.Type + " " + e.Message + "\n") })
+		if err != nil {
+			os.Exit(3)
+		}
+		_ = p
+		time.Sleep(time.Hour)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRunnerDiesWithParent$")
+	cmd.Env = append(os.Environ(), "SRT_TEST_PARENT=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !sleeperRunning() {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatal("the sandboxed sleep never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("sandboxed sleep running (pid %s); killing its grandparent %d", sleeperPid(), cmd.Process.Pid)
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	deadline = time.Now().Add(3 * time.Second)
+	for sleeperRunning() {
+		if time.Now().After(deadline) {
+			t.Fatal("the sandboxed sleep survived kill -9 of its parent")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func sleeperRunning() bool { return sleeperPid() != "" }
+
+func sleeperPid() string {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.HasPrefix(b, []byte("/bin/sleep\x00300.4242")) {
+			return e.Name()
+		}
+	}
+	return ""
+}
+
+func waitFor(t *testing.T, c *collector, text string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		var all []byte
+		for _, e := range c.events {
+			all = append(all, e.Data...)
+		}
+		c.mu.Unlock()
+		if bytes.Contains(all, []byte(text)) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %q", text)
+}
