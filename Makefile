@@ -46,24 +46,35 @@ check:
 	GOOS=darwin $(GO) vet -tags $(TAGS) ./...
 
 unit:
-	$(GO) test -tags $(TAGS) -count=1 ./policy/... ./runner/... ./profiles/... ./cmd/...
+	$(GO) test -tags $(TAGS) -count=1 ./policy/... ./profiles/... ./netproxy/... ./cmd/...
 
-# The integration suite is compiled once and run twice: as root, and as the
-# unprivileged user nobody (setpriv), against the same built binary.
+# The sandbox suites (the runner package and the black-box integration
+# suite against the built binary) are compiled once and run twice: as root,
+# and as the unprivileged user nobody (setpriv), from a directory both can
+# read. Each run's full log is kept next to the binaries.
 ITEST_DIR ?= /tmp/srt-mcp-itest
+SUITES    := runner integration
 integration:
-	rm -rf $(ITEST_DIR) && mkdir -p $(ITEST_DIR)/tmp-root $(ITEST_DIR)/tmp-nobody
+	rm -rf $(ITEST_DIR) && mkdir -p $(ITEST_DIR)/home-root $(ITEST_DIR)/home-nobody
 	$(GO) build $(GOFLAGS_BUILD) -o $(ITEST_DIR)/srt-mcp ./cmd/srt-mcp
-	$(GO) test -tags $(TAGS) -c -o $(ITEST_DIR)/integration.test ./integration
-	chmod 755 $(ITEST_DIR) $(ITEST_DIR)/srt-mcp $(ITEST_DIR)/integration.test
-	chown 65534:65534 $(ITEST_DIR)/tmp-nobody 2>/dev/null || true
-	cd $(ITEST_DIR) && SRT_MCP_BIN=$(ITEST_DIR)/srt-mcp TMPDIR=$(ITEST_DIR)/tmp-root \
-		./integration.test -test.count=1 -test.timeout=15m -test.v $(ITEST_ARGS) 2>&1 | tee $(ITEST_DIR)/root.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)' ; test $${PIPESTATUS[0]} -eq 0
-	@if [ "$$(id -u)" = 0 ]; then \
-		cd $(ITEST_DIR) && setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH=/usr/bin:/bin \
-			HOME=$(ITEST_DIR)/tmp-nobody TMPDIR=$(ITEST_DIR)/tmp-nobody SRT_MCP_BIN=$(ITEST_DIR)/srt-mcp \
-			./integration.test -test.count=1 -test.timeout=15m -test.v $(ITEST_ARGS) 2>&1 | tee $(ITEST_DIR)/nobody.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)' ; test $${PIPESTATUS[0]} -eq 0; \
-	else echo "not root: the unprivileged run is the one above"; fi
+	for s in $(SUITES); do $(GO) test -tags $(TAGS) -c -o $(ITEST_DIR)/$$s.test ./$$s || exit 1; done
+	chmod 755 $(ITEST_DIR) $(ITEST_DIR)/*.test $(ITEST_DIR)/srt-mcp
+	chown 65534:65534 $(ITEST_DIR)/home-nobody 2>/dev/null || true
+	@set -o pipefail; for s in $(SUITES); do \
+		echo "== $$s as $$(id -un)"; \
+		( cd $(ITEST_DIR) && env SRT_MCP_BIN=$(ITEST_DIR)/srt-mcp HOME=$(ITEST_DIR)/home-root TMPDIR=$(ITEST_DIR)/home-root \
+			./$$s.test -test.count=1 -test.timeout=15m -test.v $(ITEST_ARGS) ) > $(ITEST_DIR)/$$s-root.log 2>&1; rc=$$?; \
+		grep -E '^(--- |FAIL|ok|PASS|panic)' $(ITEST_DIR)/$$s-root.log | grep -v '^--- PASS' ; \
+		if [ $$rc -ne 0 ]; then tail -50 $(ITEST_DIR)/$$s-root.log; exit $$rc; fi; \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "== $$s as nobody"; \
+			( cd $(ITEST_DIR) && setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH=/usr/local/bin:/usr/bin:/bin \
+				HOME=$(ITEST_DIR)/home-nobody TMPDIR=$(ITEST_DIR)/home-nobody SRT_MCP_BIN=$(ITEST_DIR)/srt-mcp \
+				./$$s.test -test.count=1 -test.timeout=15m -test.v $(ITEST_ARGS) ) > $(ITEST_DIR)/$$s-nobody.log 2>&1; rc=$$?; \
+			grep -E '^(--- |FAIL|ok|PASS|panic)' $(ITEST_DIR)/$$s-nobody.log | grep -v '^--- PASS' ; \
+			if [ $$rc -ne 0 ]; then tail -50 $(ITEST_DIR)/$$s-nobody.log; exit $$rc; fi; \
+		fi; \
+	done
 
 bench: build
 	./$(BIN) bench

@@ -44,8 +44,11 @@ const (
 	SandboxHome = "/tmp/home"
 	SandboxShm  = "/dev/shm"
 	// SandboxSelf is where the srt-mcp binary is mounted read-only so the
-	// sandbox's PID 1 and exec stage can run.
-	SandboxSelf = "/run/srt-mcp/init"
+	// exec stage (and the fallback PID 1) can run. It lives in the
+	// sandbox's own /dev, the one directory that is always a fresh tmpfs of
+	// ours (and read-only once set up), even when a policy binds the host's
+	// root.
+	SandboxSelf = "/dev/.srt-mcp/init"
 )
 
 // DefaultTmpBytes is the size of the private /tmp when the policy sets none.
@@ -106,6 +109,7 @@ const (
 	kPin
 	kExtraRO
 	kExtraRW
+	kFixed // a mount of the sandbox's own (/proc, /dev, /tmp): nothing of the host
 )
 
 type rule struct {
@@ -123,6 +127,7 @@ const (
 	stHidden
 	stRO
 	stRW
+	stPrivate // the sandbox's own tmpfs or procfs: no host path shows there
 )
 
 // maxScan bounds how many directory entries the protected-name search reads
@@ -180,6 +185,9 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		rules = kept
 	}
 	rules = append(r.systemRules(), rules...)
+	for _, d := range []string{"/proc", "/dev", SandboxShm, SandboxTmp} {
+		rules = append(rules, rule{kind: kFixed, src: d, dst: d, isDir: true})
+	}
 
 	// First pass: which roots are writable. Then look for protected names
 	// inside them and add those (and the pins that stop renames) as rules.
@@ -350,6 +358,13 @@ func (r *resolver) userRules(cwd string, plan *Plan) ([]rule, error) {
 	for _, e := range fsys.DenyWrite {
 		plan.DenyWriteGlobs = append(plan.DenyWriteGlobs, policy.ExpandPath(e, cwd, r.in.Home))
 	}
+	// srt-mcp's cache of the sandbox's /etc stays out of reach even when a
+	// policy exposes a directory above it.
+	if root := EtcViewRoot(); r.in.Root == "" {
+		if fi, err := os.Stat(root); err == nil && fi.IsDir() {
+			out = append(out, rule{kind: kDenyRead, src: root, dst: root, isDir: true, field: "etc-view"})
+		}
+	}
 	for i, m := range r.in.Extra {
 		field := fmt.Sprintf("mounts[%d]", i)
 		if !filepath.IsAbs(m.Src) || !filepath.IsAbs(m.Dst) {
@@ -440,7 +455,7 @@ func (r *resolver) expand(entry, cwd, field string, kind ruleKind) ([]expanded, 
 }
 
 func checkReserved(p string) string {
-	for _, r := range []string{"/proc", "/dev", "/run/srt-mcp"} {
+	for _, r := range []string{"/proc", "/dev"} {
 		if policy.Within(p, r) {
 			return r + " is provided by the sandbox itself; remove the entry"
 		}
@@ -582,6 +597,10 @@ func evaluate(rules []rule) ([]Mount, map[string]state) {
 		if dst == "/" {
 			inh = stInvisible
 		}
+		if has(kFixed) != nil {
+			states[dst] = stPrivate
+			continue
+		}
 		st := inh
 		var src *rule
 		if sys := has(kSystem); sys != nil && (inh == stRO || inh == stRW) && len(rs) == 1 {
@@ -613,7 +632,7 @@ func evaluate(rules []rule) ([]Mount, map[string]state) {
 			st, src = stRW, w
 		}
 		ar := has(kAllowRead)
-		if ar != nil && (st == stInvisible || st == stHidden) {
+		if ar != nil && (st == stInvisible || st == stHidden || st == stPrivate) {
 			st, src = stRO, ar
 		}
 		if dr := has(kDenyRead); dr != nil && ar == nil {

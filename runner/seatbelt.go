@@ -59,7 +59,7 @@ func SeatbeltProfile(plan *Plan, o SeatbeltOptions) string {
 	for _, m := range plan.Mounts {
 		switch m.Kind {
 		case MountRO:
-			if strings.HasPrefix(m.Dst, "/run/srt-mcp") {
+			if m.Dst == SandboxSelf {
 				continue
 			}
 			w("(allow file-read* (subpath %s))", sbString(m.Src))
