@@ -10,7 +10,7 @@ GOFLAGS_BUILD := -tags $(TAGS) -trimpath -ldflags "-s -w"
 
 APT_RUN  := bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-seaborn \
             python3-reportlab python3-openpyxl python3-scipy
-APT_TEST := $(APT_RUN) util-linux procps git curl ca-certificates
+APT_TEST := $(APT_RUN) python3-pip util-linux procps git curl ca-certificates
 
 .PHONY: run test build deps deps-test check unit integration bench clean
 
