@@ -91,6 +91,9 @@ type PlanInput struct {
 	// SystemView and SystemEtc default to the policy package's lists.
 	SystemView []string
 	SystemEtc  []string
+	// Ceiling, when set, bounds allow_read and allow_write after symlinks
+	// are resolved.
+	Ceiling *Ceiling
 	// EtcDir, when set, is a mirror of the SystemEtc entries (see EtcView)
 	// bound at /etc in one mount instead of one mount per entry. It is not
 	// used when an allow entry lands inside /etc.
@@ -152,6 +155,11 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		in.Home = "/"
 	}
 	r := &resolver{in: in}
+	if policy.Within(filepath.Clean(in.Cwd), SandboxTmp) {
+		// A directory of the sandbox's own /tmp: nothing of the host.
+		plan := &Plan{Cwd: filepath.Clean(in.Cwd)}
+		return r.finish(plan, plan.Cwd)
+	}
 	cwd, err := r.canonical(in.Cwd)
 	if err != nil {
 		return nil, errorf(ErrCodeInvalidCwd, "working directory %q: %v", in.Cwd, plainErr(err))
@@ -159,8 +167,11 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	if fi, err := os.Stat(r.host(cwd)); err != nil || !fi.IsDir() {
 		return nil, errorf(ErrCodeInvalidCwd, "working directory %q is not a directory", in.Cwd)
 	}
-	plan := &Plan{Cwd: cwd}
+	return r.finish(&Plan{Cwd: cwd}, cwd)
+}
 
+func (r *resolver) finish(plan *Plan, cwd string) (*Plan, error) {
+	in := r.in
 	rules, err := r.userRules(cwd, plan)
 	if err != nil {
 		return nil, err
@@ -224,6 +235,9 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	}
 	if in.Self != "" {
 		fixed = append(fixed, Mount{Kind: MountRO, Src: in.Self, Dst: SandboxSelf})
+	}
+	if policy.Within(plan.Cwd, SandboxTmp) && plan.Cwd != SandboxTmp {
+		fixed = append(fixed, Mount{Kind: MountDir, Dst: plan.Cwd})
 	}
 	plan.Mounts = mergeByDepth(mounts, fixed)
 	for _, m := range plan.Mounts {
@@ -326,7 +340,7 @@ func (r *resolver) userRules(cwd string, plan *Plan) ([]rule, error) {
 	// The working directory is visible read-only, except "/": running from
 	// the root must not expose the whole host.
 	var out []rule
-	if cwd != "/" {
+	if cwd != "/" && !policy.Within(cwd, SandboxTmp) {
 		out = append(out, rule{kind: kAllowRead, src: cwd, dst: cwd, isDir: true, field: "cwd"})
 	}
 	add := func(kind ruleKind, name string, entries []string) error {
@@ -337,6 +351,9 @@ func (r *resolver) userRules(cwd string, plan *Plan) ([]rule, error) {
 				return err
 			}
 			for _, p := range paths {
+				if err := r.checkCeiling(kind, p.path, field, e); err != nil {
+					return err
+				}
 				out = append(out, rule{kind: kind, src: p.path, dst: p.path, isDir: p.isDir, field: field})
 			}
 		}
@@ -388,6 +405,26 @@ func (r *resolver) userRules(cwd string, plan *Plan) ([]rule, error) {
 		out = append(out, rule{kind: kind, src: src, dst: filepath.Clean(m.Dst), isDir: fi.IsDir(), field: field})
 	}
 	return out, nil
+}
+
+// checkCeiling refuses an allow entry that resolved outside the
+// operator's ceiling.
+func (r *resolver) checkCeiling(kind ruleKind, path, field, entry string) error {
+	c := r.in.Ceiling
+	if c == nil || (kind != kAllowRead && kind != kAllowWrite) {
+		return nil
+	}
+	roots := c.Write
+	if kind == kAllowRead {
+		roots = append(append([]string(nil), c.Read...), c.Write...)
+	}
+	for _, root := range roots {
+		if canon, err := r.canonical(root); err == nil && policy.Within(path, canon) {
+			return nil
+		}
+	}
+	return &policy.Error{Code: policy.CodeExceedsCeiling, Field: field, Value: entry,
+		Message: fmt.Sprintf("resolves to %s, outside the operator's ceiling (%s)", path, strings.Join(roots, ", "))}
 }
 
 type expanded struct {

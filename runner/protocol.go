@@ -77,10 +77,20 @@ type Spec struct {
 	// Mounts are extra bind mounts decided by the parent (a session's
 	// workspace, for example): host Src appears at Dst in the sandbox.
 	Mounts []ExtraMount `json:"mounts,omitempty"`
+	// Ceiling, when set, bounds which host paths allow_read and allow_write
+	// may resolve to (after symlinks): the operator's ceiling, enforced
+	// again where the path really is.
+	Ceiling *Ceiling `json:"ceiling,omitempty"`
 	// Init selects the sandbox's PID 1 on Linux: "" picks bwrap's reaper
 	// with Landlock scoping where the kernel has Landlock, else srt-mcp's
 	// own non-dumpable init; "srt" forces srt-mcp's init.
 	Init string `json:"init,omitempty"`
+}
+
+// Ceiling lists the host paths a call may read or write at most.
+type Ceiling struct {
+	Read  []string `json:"read,omitempty"`
+	Write []string `json:"write,omitempty"`
 }
 
 // InitSRT is the Spec.Init value that forces srt-mcp's own PID 1.

@@ -31,6 +31,7 @@ func main() {
 			execCommand,
 			doctorCommand,
 			benchCommand,
+			serveCommand,
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {},

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/mcpserver"
+	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/profiles"
+	"github.com/srt-mcp/srt-mcp/runner"
+)
+
+var serveCommand = &cli.Command{
+	Name:  "serve",
+	Usage: "serve the sandbox as an MCP server (Streamable HTTP at /mcp, or --stdio)",
+	Description: `Every flag also reads the environment variable shown. The operator's flags set the
+ceiling: the most any call's sandbox_config may ask for. Calls may only narrow it.
+A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) unless --insecure-no-auth.`,
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "host", Value: "127.0.0.1", EnvVars: []string{"SANDBOX_HOST"}, Usage: "address to listen on"},
+		&cli.IntFlag{Name: "port", Value: 8080, EnvVars: []string{"SANDBOX_PORT"}, Usage: "port to listen on"},
+		&cli.BoolFlag{Name: "stdio", Usage: "serve MCP on stdin/stdout instead of HTTP (Claude Code / Desktop)"},
+		&cli.IntFlag{Name: "max-concurrent", Value: 10, EnvVars: []string{"SANDBOX_MAX_CONCURRENT"}, Usage: "running executions, all sessions"},
+		&cli.IntFlag{Name: "max-per-session", Value: 5, EnvVars: []string{"SANDBOX_MAX_PER_SESSION"}, Usage: "running executions per session"},
+		&cli.Float64Flag{Name: "timeout", Value: 300, EnvVars: []string{"SANDBOX_TIMEOUT"}, Usage: "default execution timeout in seconds (when a call sets none)"},
+		&cli.Float64Flag{Name: "max-timeout", Value: 3600, EnvVars: []string{"SANDBOX_MAX_TIMEOUT"}, Usage: "largest timeout_seconds a call may ask for"},
+		&cli.StringSliceFlag{Name: "allow-domain", EnvVars: []string{"SANDBOX_ALLOWED_DOMAINS"}, Usage: "domains calls may ask for (ceiling; comma-separated in the env)"},
+		&cli.StringSliceFlag{Name: "deny-domain", EnvVars: []string{"SANDBOX_DENIED_DOMAINS"}, Usage: "domains always denied"},
+		&cli.StringSliceFlag{Name: "allow-read", EnvVars: []string{"SANDBOX_ALLOW_READ"}, Usage: "host paths calls may read (ceiling)"},
+		&cli.StringSliceFlag{Name: "allow-write", EnvVars: []string{"SANDBOX_ALLOW_WRITE"}, Usage: "host paths calls may write (ceiling)"},
+		&cli.StringSliceFlag{Name: "allow-ip-range", EnvVars: []string{"SANDBOX_ALLOWED_IP_RANGES"}, Usage: "CIDRs allowed names may resolve to (loopback/private are refused otherwise)"},
+		&cli.StringSliceFlag{Name: "resolve", Usage: "pin HOST=IP for the proxy"},
+		&cli.StringFlag{Name: "max-memory", Value: "2G", EnvVars: []string{"SANDBOX_MEMORY_LIMIT"}, Usage: "memory limit per process"},
+		&cli.IntFlag{Name: "max-procs", Value: 512, EnvVars: []string{"SANDBOX_MAX_PROCS"}, Usage: "process limit per execution"},
+		&cli.StringFlag{Name: "max-output", Value: "10M", EnvVars: []string{"SANDBOX_MAX_OUTPUT"}, Usage: "cap on each of stdout and stderr per execution"},
+		&cli.StringFlag{Name: "settings", EnvVars: []string{"SANDBOX_SETTINGS"}, Usage: "srt-format settings `FILE` for the ceiling"},
+		&cli.StringFlag{Name: "token", EnvVars: []string{"SANDBOX_AUTH_TOKEN"}, Usage: "bearer token required on every HTTP request"},
+		&cli.BoolFlag{Name: "insecure-no-auth", Usage: "allow a non-loopback --host without a token"},
+		&cli.StringSliceFlag{Name: "allowed-origin", EnvVars: []string{"SANDBOX_ALLOWED_ORIGINS"}, Usage: "browser Origins allowed besides loopback"},
+		&cli.StringFlag{Name: "max-body", Value: "4M", EnvVars: []string{"SANDBOX_MAX_BODY"}, Usage: "largest HTTP request body"},
+		&cli.Float64Flag{Name: "rate-limit", Value: 50, EnvVars: []string{"SANDBOX_RATE_LIMIT"}, Usage: "HTTP requests per second per principal"},
+		&cli.DurationFlag{Name: "retention", Value: 15 * time.Minute, EnvVars: []string{"SANDBOX_RETENTION"}, Usage: "how long finished executions stay readable"},
+		&cli.DurationFlag{Name: "session-ttl", Value: 30 * time.Minute, EnvVars: []string{"SANDBOX_MCP_SESSION_TTL"}, Usage: "idle MCP sessions are closed (and their executions cancelled) after this"},
+	},
+	Action: runServe,
+}
+
+// serveCeiling builds the operator's ceiling from the serve profile, a
+// settings file, and the flags.
+func serveCeiling(c *cli.Context) (policy.Policy, error) {
+	p, err := profiles.Get("serve")
+	if err != nil {
+		return p, err
+	}
+	if f := c.String("settings"); f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return p, fmt.Errorf("--settings: %v", err)
+		}
+		sp, err := policy.ParseSettings(data)
+		if err != nil {
+			return p, fmt.Errorf("--settings %s: %v", f, err)
+		}
+		p = policy.Merge(p, sp)
+	}
+	var add policy.Policy
+	add.Network.AllowedDomains = c.StringSlice("allow-domain")
+	add.Network.DeniedDomains = c.StringSlice("deny-domain")
+	add.Network.AllowedIPRanges = c.StringSlice("allow-ip-range")
+	for _, kv := range c.StringSlice("resolve") {
+		host, ip, ok := strings.Cut(kv, "=")
+		if !ok {
+			return p, fmt.Errorf("--resolve %q: use HOST=IP", kv)
+		}
+		if add.Network.Hosts == nil {
+			add.Network.Hosts = map[string]string{}
+		}
+		add.Network.Hosts[host] = ip
+	}
+	add.Filesystem.AllowRead = c.StringSlice("allow-read")
+	add.Filesystem.AllowWrite = c.StringSlice("allow-write")
+	for _, p := range append(append([]string{}, add.Filesystem.AllowRead...), add.Filesystem.AllowWrite...) {
+		if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") {
+			return policy.Policy{}, fmt.Errorf("--allow-read/--allow-write %q: the server has no meaningful working directory; give an absolute path", p)
+		}
+	}
+	add.Limits.Timeout = policy.Duration(time.Duration(c.Float64("max-timeout") * float64(time.Second)))
+	add.Limits.MaxProcesses = c.Int("max-procs")
+	for flag, dst := range map[string]*int64{"max-memory": &add.Limits.MaxMemoryBytes, "max-output": &add.Limits.MaxOutputBytes} {
+		n, err := parseSize(c.String(flag))
+		if err != nil {
+			return p, fmt.Errorf("--%s %q: %v", flag, c.String(flag), err)
+		}
+		*dst = n
+	}
+	p = policy.Merge(p, add)
+	return p, p.Validate()
+}
+
+func runServe(c *cli.Context) error {
+	ceiling, err := serveCeiling(c)
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	home, _ := os.UserHomeDir()
+	def := time.Duration(c.Float64("timeout") * float64(time.Second))
+	if max := ceiling.Limits.Timeout.Std(); max > 0 && def > max {
+		def = max
+	}
+	mgr := executions.NewManager(executions.Config{
+		MaxConcurrent: c.Int("max-concurrent"),
+		MaxPerOwner:   c.Int("max-per-session"),
+		Retention:     c.Duration("retention"),
+	})
+	srv := mcpserver.New(mcpserver.Config{Ceiling: ceiling, DefaultTimeout: def, Home: home, Logger: logger, Version: version}, mgr)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), runner.DefaultGrace+3*time.Second)
+		mgr.Shutdown(sctx)
+		cancel()
+	}()
+
+	if c.Bool("stdio") {
+		err := srv.ServeStdio(ctx, os.Stdin, os.Stdout)
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ioEOF) {
+			return cli.Exit("stdio: "+err.Error(), 1)
+		}
+		return nil
+	}
+
+	host, token := c.String("host"), c.String("token")
+	if token == "" && !isLoopback(host) && !c.Bool("insecure-no-auth") {
+		return cli.Exit(fmt.Sprintf("refusing to serve on %s without authentication: set --token (or SANDBOX_AUTH_TOKEN), or pass --insecure-no-auth", host), exitUsage)
+	}
+	maxBody, err := parseSize(c.String("max-body"))
+	if err != nil {
+		return cli.Exit("--max-body: "+err.Error(), exitUsage)
+	}
+	handler := srv.HTTPHandler(mcpserver.HTTPConfig{
+		Token: token, AllowedOrigins: c.StringSlice("allowed-origin"), MaxBody: maxBody,
+		RateLimit: c.Float64("rate-limit"), SessionTTL: c.Duration("session-ttl"),
+	})
+	addr := net.JoinHostPort(host, fmt.Sprint(c.Int("port")))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("listen on %s: %v", addr, err), 1)
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
+	logger.Info("srt-mcp serving MCP", "url", "http://"+ln.Addr().String()+"/mcp", "auth", token != "")
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = hs.Shutdown(sctx)
+		cancel()
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return cli.Exit(err.Error(), 1)
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+var ioEOF = io.EOF

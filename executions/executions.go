@@ -1,0 +1,445 @@
+// Package executions owns a server's executions: the Manager starts each
+// one in its own runner process, keeps its append-only event log (read with
+// cursors, so a client can poll from where it left off and reconnect
+// without losing output), enforces the global and per-owner concurrency
+// limits, moves each execution through its lifecycle, and frees finished
+// executions after a retention period.
+//
+// An execution belongs to an owner (an MCP session, or the authenticated
+// principal of a client without sessions). Every lookup takes the owner:
+// another owner cannot read, write stdin to, or cancel it, and cannot even
+// learn that it exists.
+package executions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/srt-mcp/srt-mcp/runner"
+)
+
+// State is an execution's lifecycle state.
+type State string
+
+// States. created → running → exited | timed_out | cancelled | failed.
+const (
+	StateCreated   State = "created"
+	StateRunning   State = "running"
+	StateExited    State = "exited"
+	StateTimedOut  State = "timed_out"
+	StateCancelled State = "cancelled"
+	StateFailed    State = "failed"
+)
+
+// transitions lists the allowed moves; anything else is a bug.
+var transitions = map[State][]State{
+	StateCreated: {StateRunning, StateFailed},
+	StateRunning: {StateExited, StateTimedOut, StateCancelled, StateFailed},
+}
+
+// Done reports whether s is final.
+func (s State) Done() bool {
+	return s == StateExited || s == StateTimedOut || s == StateCancelled || s == StateFailed
+}
+
+func canMove(from, to State) bool {
+	for _, t := range transitions[from] {
+		if t == to {
+			return true
+		}
+	}
+	return false
+}
+
+// Errors returned by the Manager.
+var (
+	ErrNotFound = errors.New("no such execution (it never existed, belongs to another session, or was freed after its retention)")
+	ErrFinished = errors.New("the execution has finished")
+)
+
+// LimitError is a refused start: too many executions are running.
+type LimitError struct {
+	Scope string // "global" or "session"
+	Limit int
+}
+
+func (e *LimitError) Error() string {
+	if e.Scope == "global" {
+		return fmt.Sprintf("the server is running its maximum of %d executions (SANDBOX_MAX_CONCURRENT); wait for one to finish or cancel one", e.Limit)
+	}
+	return fmt.Sprintf("this session is running its maximum of %d executions (SANDBOX_MAX_PER_SESSION); wait for one to finish or cancel one", e.Limit)
+}
+
+// Starter starts one execution; runner.StartProcess is the real one.
+type Starter func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error)
+
+// Config sets the Manager's limits.
+type Config struct {
+	MaxConcurrent int           // running executions, all owners (default 10)
+	MaxPerOwner   int           // running executions per owner (default 5)
+	Retention     time.Duration // how long finished executions stay readable (default 15m)
+	MaxEvents     int           // events kept per execution (default 20000)
+	Start         Starter       // default runner.StartProcess
+}
+
+// Manager is the registry of executions.
+type Manager struct {
+	cfg     Config
+	mu      sync.Mutex
+	execs   map[string]*Execution
+	running map[string]int // owner -> running count
+	total   int
+	stop    chan struct{}
+	once    sync.Once
+}
+
+// NewManager returns a Manager and starts its retention sweeper.
+func NewManager(cfg Config) *Manager {
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = 10
+	}
+	if cfg.MaxPerOwner <= 0 {
+		cfg.MaxPerOwner = 5
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = 15 * time.Minute
+	}
+	if cfg.MaxEvents <= 0 {
+		cfg.MaxEvents = 20000
+	}
+	if cfg.Start == nil {
+		cfg.Start = func(s runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+			return runner.StartProcess(s, sink)
+		}
+	}
+	m := &Manager{cfg: cfg, execs: map[string]*Execution{}, running: map[string]int{}, stop: make(chan struct{})}
+	go m.sweepLoop()
+	return m
+}
+
+// Execution is one run and its event log.
+type Execution struct {
+	ID      string
+	Owner   string
+	Label   string // the command, for listings
+	Created time.Time
+	m       *Manager
+
+	mu        sync.Mutex
+	state     State
+	events    []runner.Event
+	dropped   bool // events past MaxEvents were dropped
+	changed   chan struct{}
+	handle    runner.Handle
+	end       *runner.Event
+	endedAt   time.Time
+	stdinUsed bool
+}
+
+// Start launches spec for owner. It refuses, never queues, when a limit is
+// reached.
+func (m *Manager) Start(owner, label string, spec runner.Spec) (*Execution, error) {
+	m.mu.Lock()
+	if m.total >= m.cfg.MaxConcurrent {
+		m.mu.Unlock()
+		return nil, &LimitError{Scope: "global", Limit: m.cfg.MaxConcurrent}
+	}
+	if m.running[owner] >= m.cfg.MaxPerOwner {
+		m.mu.Unlock()
+		return nil, &LimitError{Scope: "session", Limit: m.cfg.MaxPerOwner}
+	}
+	e := &Execution{ID: uuid.NewString(), Owner: owner, Label: label, Created: time.Now(), m: m,
+		state: StateCreated, changed: make(chan struct{})}
+	m.execs[e.ID] = e
+	m.total++
+	m.running[owner]++
+	m.mu.Unlock()
+
+	spec.ID = e.ID
+	spec.Version = runner.SpecVersion
+	h, err := m.cfg.Start(spec, e.onEvent)
+	if err != nil {
+		e.onEvent(runner.Event{Seq: 1, Type: runner.EventError, TS: float64(time.Now().UnixNano()) / 1e9,
+			ErrCode: runner.ErrCodeInternal, Message: err.Error()})
+		return e, nil
+	}
+	e.mu.Lock()
+	e.handle = h
+	if e.state == StateCreated {
+		e.move(StateRunning)
+	}
+	e.mu.Unlock()
+	return e, nil
+}
+
+// onEvent appends one runner event; the terminal one settles the state.
+func (e *Execution) onEvent(ev runner.Event) {
+	e.mu.Lock()
+	if len(e.events) < e.m.cfg.MaxEvents || ev.Terminal() {
+		e.events = append(e.events, ev)
+	} else {
+		e.dropped = true
+	}
+	var released bool
+	if ev.Terminal() && e.end == nil {
+		end := ev
+		e.end = &end
+		e.endedAt = time.Now()
+		if e.state == StateCreated {
+			e.move(StateRunning)
+		}
+		switch ev.Type {
+		case runner.EventExit:
+			e.move(StateExited)
+		case runner.EventTimeout:
+			e.move(StateTimedOut)
+		case runner.EventCancelled:
+			e.move(StateCancelled)
+		default:
+			e.move(StateFailed)
+		}
+		released = true
+	}
+	close(e.changed)
+	e.changed = make(chan struct{})
+	e.mu.Unlock()
+	if released {
+		e.m.release(e.Owner)
+	}
+}
+
+func (e *Execution) move(to State) {
+	if !canMove(e.state, to) {
+		panic(fmt.Sprintf("executions: illegal transition %s -> %s", e.state, to))
+	}
+	e.state = to
+}
+
+func (m *Manager) release(owner string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.total--
+	if m.running[owner]--; m.running[owner] <= 0 {
+		delete(m.running, owner)
+	}
+}
+
+// Snapshot is a consistent view of an execution.
+type Snapshot struct {
+	ID        string
+	State     State
+	End       *runner.Event
+	Events    []runner.Event // events with Seq > the cursor asked for
+	NextSeq   uint64         // the cursor to ask with next time
+	Dropped   bool
+	Created   time.Time
+	Label     string
+	Truncated []string
+}
+
+// Snapshot returns the events after seq (0: all) and the current state.
+func (e *Execution) Snapshot(after uint64) Snapshot {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := Snapshot{ID: e.ID, State: e.state, Dropped: e.dropped, Created: e.Created, Label: e.Label, NextSeq: after}
+	i := sort.Search(len(e.events), func(i int) bool { return e.events[i].Seq > after })
+	s.Events = append([]runner.Event(nil), e.events[i:]...)
+	if n := len(e.events); n > 0 && e.events[n-1].Seq > after {
+		s.NextSeq = e.events[n-1].Seq
+	}
+	if e.end != nil {
+		end := *e.end
+		s.End = &end
+		s.Truncated = end.Truncated
+	}
+	return s
+}
+
+// Wait blocks until an event after seq exists, the execution ended, or ctx
+// is done, and returns a snapshot from seq.
+func (e *Execution) Wait(ctx context.Context, after uint64, untilDone bool) Snapshot {
+	for {
+		e.mu.Lock()
+		ch := e.changed
+		var last uint64
+		if n := len(e.events); n > 0 {
+			last = e.events[n-1].Seq
+		}
+		done := e.state.Done()
+		e.mu.Unlock()
+		if done || (!untilDone && last > after) {
+			return e.Snapshot(after)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return e.Snapshot(after)
+		}
+	}
+}
+
+// State returns the current state.
+func (e *Execution) State() State {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.state
+}
+
+// SendStdin writes data to the command's stdin.
+func (e *Execution) SendStdin(data []byte) error {
+	e.mu.Lock()
+	h, st := e.handle, e.state
+	e.mu.Unlock()
+	if st.Done() {
+		return ErrFinished
+	}
+	if h == nil {
+		return errors.New("the execution is still starting; retry")
+	}
+	_, err := h.Write(data)
+	if errors.Is(err, runner.ErrExited) {
+		return ErrFinished
+	}
+	return err
+}
+
+// CloseStdin ends the command's input (^D on a terminal).
+func (e *Execution) CloseStdin() error {
+	e.mu.Lock()
+	h, st := e.handle, e.state
+	e.mu.Unlock()
+	if st.Done() {
+		return ErrFinished
+	}
+	if h == nil {
+		return errors.New("the execution is still starting; retry")
+	}
+	return h.CloseStdin()
+}
+
+// Cancel ends the execution: SIGTERM, grace, SIGKILL; or SIGKILL at once.
+func (e *Execution) Cancel(force bool) error {
+	e.mu.Lock()
+	h, st := e.handle, e.state
+	e.mu.Unlock()
+	if st.Done() {
+		return ErrFinished
+	}
+	if h != nil {
+		h.Cancel(force)
+	}
+	return nil
+}
+
+// Done is closed when the execution has its terminal event.
+func (e *Execution) Done() <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		e.Wait(context.Background(), 0, true)
+		close(done)
+	}()
+	return done
+}
+
+// Get finds owner's execution id.
+func (m *Manager) Get(owner, id string) (*Execution, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.execs[id]
+	if !ok || e.Owner != owner {
+		return nil, ErrNotFound
+	}
+	return e, nil
+}
+
+// List returns owner's executions, oldest first.
+func (m *Manager) List(owner string) []*Execution {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*Execution
+	for _, e := range m.execs {
+		if e.Owner == owner {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out
+}
+
+// CancelOwner cancels every running execution of owner (a session ended).
+func (m *Manager) CancelOwner(owner string, force bool) int {
+	n := 0
+	for _, e := range m.List(owner) {
+		if e.Cancel(force) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Running reports the number of running executions.
+func (m *Manager) Running() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.total
+}
+
+func (m *Manager) sweepLoop() {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			m.Sweep(time.Now())
+		}
+	}
+}
+
+// Sweep frees executions that finished more than Retention before now.
+func (m *Manager) Sweep(now time.Time) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for id, e := range m.execs {
+		e.mu.Lock()
+		old := e.state.Done() && now.Sub(e.endedAt) > m.cfg.Retention
+		e.mu.Unlock()
+		if old {
+			delete(m.execs, id)
+			n++
+		}
+	}
+	return n
+}
+
+// Shutdown cancels every execution and waits for them, up to ctx.
+func (m *Manager) Shutdown(ctx context.Context) {
+	m.once.Do(func() { close(m.stop) })
+	m.mu.Lock()
+	var all []*Execution
+	for _, e := range m.execs {
+		all = append(all, e)
+	}
+	m.mu.Unlock()
+	for _, e := range all {
+		_ = e.Cancel(false)
+	}
+	for _, e := range all {
+		select {
+		case <-e.Done():
+		case <-ctx.Done():
+			for _, e := range all {
+				_ = e.Cancel(true)
+			}
+			return
+		}
+	}
+}

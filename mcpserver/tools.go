@@ -1,0 +1,628 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/runner"
+)
+
+// execArgs are execute_code's and execute_code_async's arguments (seed 002).
+type execArgs struct {
+	Command           string            `json:"command"`
+	TimeoutSeconds    *float64          `json:"timeout_seconds,omitempty"`
+	Interactive       bool              `json:"interactive,omitempty"`
+	WorkingDirectory  string            `json:"working_directory,omitempty"`
+	Environment       map[string]string `json:"environment,omitempty"`
+	SandboxConfig     *sandboxConfig    `json:"sandbox_config,omitempty"`
+	WaitForCompletion *bool             `json:"wait_for_completion,omitempty"`
+}
+
+type sandboxConfig struct {
+	Network    *policy.Network    `json:"network,omitempty"`
+	Filesystem *policy.Filesystem `json:"filesystem,omitempty"`
+}
+
+const sandboxConfigSchema = `{
+  "type": "object",
+  "description": "Narrow or request sandbox permissions for this call. Everything must lie within the operator's ceiling; asking for more is an error that names the entry.",
+  "properties": {
+    "network": {"type": "object", "properties": {
+      "allowed_domains": {"type": "array", "items": {"type": "string"}, "description": "Hosts the command may reach through the proxy, e.g. [\"pypi.org\", \"*.github.com\", \"api.example.com:443\"]. Empty: no network."},
+      "denied_domains": {"type": "array", "items": {"type": "string"}, "description": "Hosts to refuse even if allowed."}
+    }, "additionalProperties": false},
+    "filesystem": {"type": "object", "properties": {
+      "deny_read": {"type": "array", "items": {"type": "string"}, "description": "Host paths to hide (globs allowed)."},
+      "allow_read": {"type": "array", "items": {"type": "string"}, "description": "Host paths to make readable."},
+      "allow_write": {"type": "array", "items": {"type": "string"}, "description": "Host paths to make writable. The sandbox's own /tmp is always writable."},
+      "deny_write": {"type": "array", "items": {"type": "string"}, "description": "Paths to keep read-only inside writable ones."}
+    }, "additionalProperties": false}
+  },
+  "additionalProperties": false
+}`
+
+func execSchema(async bool) json.RawMessage {
+	wait := `,
+    "wait_for_completion": {"type": "boolean", "default": true, "description": "false: return at once with the execution_id, as execute_code_async does."}`
+	if async {
+		wait = ""
+	}
+	return json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "description": "Shell command to run (bash -c), e.g. \"python3 -c 'print(1)'\" or \"ls -la && cat file\"."},
+    "timeout_seconds": {"type": "number", "default": 60, "description": "Wall-clock limit; the command gets SIGTERM, then SIGKILL. At most the operator's maximum."},
+    "interactive": {"type": "boolean", "default": false, "description": "Run on a pseudo-terminal (for prompts and REPLs); answer with send_stdin."},
+    "working_directory": {"type": "string", "default": "/tmp", "description": "Directory to start in: /tmp (the sandbox's private, writable scratch space) or an absolute host path the operator allows."},
+    "environment": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Environment variables to set. Nothing of the server's environment is passed."},
+    "sandbox_config": ` + sandboxConfigSchema + wait + `
+  },
+  "required": ["command"],
+  "additionalProperties": false
+}`)
+}
+
+const eventSchema = `{"type": "object", "properties": {
+  "seq": {"type": "integer"}, "type": {"type": "string", "enum": ["ready","stdout","stderr","violation","exit","timeout","cancelled","error"]},
+  "ts": {"type": "number"}, "data": {"type": "string"}, "data_b64": {"type": "string"},
+  "code": {"type": ["integer", "string"]}, "duration_ms": {"type": "integer"}, "timeout_seconds": {"type": "number"},
+  "message": {"type": "string"}, "signal": {"type": "string"}, "violation": {"type": "object"},
+  "truncated": {"type": "array", "items": {"type": "string"}}}, "required": ["seq", "type", "ts"]}`
+
+const resultSchema = `{
+  "type": "object",
+  "properties": {
+    "execution_id": {"type": "string"},
+    "status": {"type": "string", "enum": ["running", "completed", "timed_out", "cancelled", "failed"]},
+    "exit_code": {"type": ["integer", "null"]},
+    "output": {"type": "array", "items": ` + eventSchema + `},
+    "next_seq": {"type": "integer", "description": "Pass as since_seq to get_execution_output to receive only newer events."},
+    "truncated": {"type": "array", "items": {"type": "string"}, "description": "Streams cut at the output limit."},
+    "error": {"type": "string"}
+  },
+  "required": ["execution_id", "status", "output"]
+}`
+
+const idOnlySchema = `{"type": "object", "properties": {
+  "execution_id": {"type": "string", "description": "The id returned by execute_code or execute_code_async."}},
+  "required": ["execution_id"], "additionalProperties": false}`
+
+func (s *Server) addTools() {
+	s.mcp.AddTool(mcp.NewToolWithRawSchema("execute_code",
+		"Run a shell command in a fresh OS sandbox and wait for it to finish. Returns execution_id, status, exit_code and the complete output as events [{type, data, ts}]. Output also streams as progress notifications when the request carries a progress token. Use execute_code_async for runs longer than a minute.",
+		execSchema(false)),
+		s.handleExecute(false))
+	s.mcp.AddTool(mcp.NewToolWithRawSchema("execute_code_async",
+		"Start a shell command in a fresh OS sandbox and return its execution_id at once (status \"running\"). Poll with get_execution_output, answer prompts with send_stdin, stop with cancel_execution.",
+		execSchema(true)),
+		s.handleExecute(true))
+	s.mcp.AddTool(mcp.NewToolWithRawSchema("get_execution_output",
+		"Get an execution's output events and status. With since_seq (or last_event_id) only newer events are returned; with wait=true the call blocks until the execution finishes (or new output arrives with wait_for=\"output\").",
+		json.RawMessage(`{"type": "object", "properties": {
+  "execution_id": {"type": "string"},
+  "wait": {"type": "boolean", "default": false, "description": "Block until the execution finishes (at most wait_timeout_seconds)."},
+  "wait_for": {"type": "string", "enum": ["completion", "output"], "default": "completion", "description": "With wait: return as soon as new output arrives (\"output\") instead of at completion."},
+  "wait_timeout_seconds": {"type": "number", "default": 30},
+  "since_seq": {"type": "integer", "description": "Return only events with seq greater than this (use next_seq from the previous reply)."},
+  "last_event_id": {"type": ["string", "integer"], "description": "Same as since_seq (SSE-style name)."}},
+  "required": ["execution_id"], "additionalProperties": false}`)),
+		s.handleOutput)
+	s.mcp.AddTool(mcp.NewToolWithRawSchema("send_stdin",
+		"Send input to a running execution's stdin (include \"\\n\" to end a line). close_stdin=true ends the input (^D on a terminal).",
+		json.RawMessage(`{"type": "object", "properties": {
+  "execution_id": {"type": "string"},
+  "input_data": {"type": "string", "description": "Text to write to stdin."},
+  "close_stdin": {"type": "boolean", "default": false}},
+  "required": ["execution_id", "input_data"], "additionalProperties": false}`)),
+		s.handleStdin)
+	s.mcp.AddTool(mcp.NewToolWithRawSchema("cancel_execution",
+		"Cancel a running execution: SIGTERM to every process in its sandbox, then SIGKILL after a grace period; force=true kills at once.",
+		json.RawMessage(`{"type": "object", "properties": {
+  "execution_id": {"type": "string"},
+  "force": {"type": "boolean", "default": false}},
+  "required": ["execution_id"], "additionalProperties": false}`)),
+		s.handleCancel)
+	s.mcp.AddTool(mcp.NewToolWithRawSchema("list_executions",
+		"List this session's executions (running and recently finished) with their status.",
+		json.RawMessage(`{"type": "object", "properties": {}, "additionalProperties": false}`)),
+		s.handleList)
+	s.mcp.AddTool(mcp.NewToolWithRawSchema("get_execution_status",
+		"Get an execution's status, exit code, command and timing without its output.",
+		json.RawMessage(idOnlySchema)),
+		s.handleStatus)
+	s.setAnnotations()
+}
+
+// setAnnotations adds output schemas and hints to the registered tools.
+func (s *Server) setAnnotations() {
+	type meta struct {
+		title                                        string
+		readOnly, destructive, idempotent, openWorld bool
+		output                                       string
+	}
+	listSchema := `{"type": "object", "properties": {"executions": {"type": "array", "items": {"type": "object", "properties": {
+  "execution_id": {"type": "string"}, "status": {"type": "string"}, "exit_code": {"type": ["integer", "null"]},
+  "command": {"type": "string"}, "created_at": {"type": "string"}}}}}, "required": ["executions"]}`
+	statusSchema := `{"type": "object", "properties": {"execution_id": {"type": "string"}, "status": {"type": "string"},
+  "exit_code": {"type": ["integer", "null"]}, "command": {"type": "string"}, "created_at": {"type": "string"},
+  "duration_ms": {"type": "integer"}, "events": {"type": "integer"}, "truncated": {"type": "array", "items": {"type": "string"}},
+  "error": {"type": "string"}}, "required": ["execution_id", "status"]}`
+	stdinSchema := `{"type": "object", "properties": {"execution_id": {"type": "string"}, "status": {"type": "string"},
+  "bytes_written": {"type": "integer"}, "stdin_closed": {"type": "boolean"}}, "required": ["execution_id", "status"]}`
+	tools := map[string]meta{
+		"execute_code":         {"Execute code in a sandbox", false, true, false, true, resultSchema},
+		"execute_code_async":   {"Start code in a sandbox", false, true, false, true, resultSchema},
+		"get_execution_output": {"Get execution output", true, false, true, false, resultSchema},
+		"send_stdin":           {"Send stdin", false, false, false, false, stdinSchema},
+		"cancel_execution":     {"Cancel an execution", false, true, true, false, statusSchema},
+		"list_executions":      {"List executions", true, false, true, false, listSchema},
+		"get_execution_status": {"Get execution status", true, false, true, false, statusSchema},
+	}
+	for name, m := range tools {
+		st := s.mcp.GetTool(name)
+		if st == nil {
+			continue
+		}
+		t := st.Tool
+		annotations(m.title, m.readOnly, m.destructive, m.idempotent, m.openWorld)(&t)
+		t.Title = m.title
+		t.RawOutputSchema = json.RawMessage(m.output)
+		s.mcp.AddTool(t, st.Handler)
+	}
+}
+
+// status maps an execution state to the tool contract's status.
+func status(st executions.State) string {
+	switch st {
+	case executions.StateExited:
+		return "completed"
+	case executions.StateTimedOut, executions.StateCancelled, executions.StateFailed:
+		return string(st)
+	}
+	return "running"
+}
+
+func exitCode(sn executions.Snapshot) *int {
+	if sn.End != nil && sn.End.Type == runner.EventExit {
+		c := sn.End.ExitCode
+		return &c
+	}
+	if sn.End != nil && sn.End.Type == runner.EventTimeout {
+		c := -1
+		return &c
+	}
+	return nil
+}
+
+func result(sn executions.Snapshot) map[string]any {
+	out := sn.Events
+	if out == nil {
+		out = []runner.Event{}
+	}
+	r := map[string]any{
+		"execution_id": sn.ID,
+		"status":       status(sn.State),
+		"exit_code":    exitCode(sn),
+		"output":       out,
+		"next_seq":     sn.NextSeq,
+	}
+	if len(sn.Truncated) > 0 || sn.Dropped {
+		tr := append([]string(nil), sn.Truncated...)
+		if sn.Dropped {
+			tr = append(tr, "events")
+		}
+		r["truncated"] = tr
+	}
+	if sn.End != nil && sn.End.Type == runner.EventError {
+		r["error"] = sn.End.ErrCode + ": " + sn.End.Message
+	}
+	return r
+}
+
+// summary is the text content: what happened, then the output.
+func summary(sn executions.Snapshot) string {
+	var b strings.Builder
+	switch {
+	case sn.End == nil:
+		fmt.Fprintf(&b, "execution %s is running", sn.ID)
+	case sn.End.Type == runner.EventExit:
+		fmt.Fprintf(&b, "exit code %d after %d ms", sn.End.ExitCode, sn.End.DurationMS)
+		if sn.End.Signal != "" {
+			fmt.Fprintf(&b, " (%s)", sn.End.Signal)
+		}
+	case sn.End.Type == runner.EventTimeout:
+		fmt.Fprintf(&b, "timed out after %gs (exit_code -1)", sn.End.TimeoutSeconds)
+	case sn.End.Type == runner.EventCancelled:
+		b.WriteString("cancelled")
+	default:
+		fmt.Fprintf(&b, "failed: %s: %s", sn.End.ErrCode, sn.End.Message)
+	}
+	var out, errs strings.Builder
+	for _, e := range sn.Events {
+		switch e.Type {
+		case runner.EventStdout:
+			out.Write(e.Data)
+		case runner.EventStderr:
+			errs.Write(e.Data)
+		case runner.EventViolation:
+			if v := e.Violation; v != nil && v.Decision == "deny" {
+				fmt.Fprintf(&errs, "[sandbox] denied %s %s%s (%s)\n", v.Kind, v.Host, portSuffix(v.Port), v.Rule)
+			}
+		}
+	}
+	const maxText = 64 << 10
+	for _, part := range []struct {
+		name string
+		s    *strings.Builder
+	}{{"stdout", &out}, {"stderr", &errs}} {
+		if part.s.Len() == 0 {
+			continue
+		}
+		text := toValidUTF8(part.s.String())
+		if len(text) > maxText {
+			text = text[:maxText] + "\n[... cut here; the full output is in structuredContent.output]"
+		}
+		fmt.Fprintf(&b, "\n--- %s ---\n%s", part.name, text)
+	}
+	if len(sn.Truncated) > 0 {
+		fmt.Fprintf(&b, "\n[output truncated at the limit: %s]", strings.Join(sn.Truncated, ", "))
+	}
+	return b.String()
+}
+
+func portSuffix(p int) string {
+	if p == 0 {
+		return ""
+	}
+	return fmt.Sprintf(":%d", p)
+}
+
+func toValidUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+func structured(v map[string]any, text string, isErr bool) *mcp.CallToolResult {
+	r := mcp.NewToolResultStructured(v, text)
+	r.IsError = isErr
+	return r
+}
+
+func toolError(code, msg string) *mcp.CallToolResult {
+	return structured(map[string]any{"execution_id": "", "status": "failed", "output": []any{}, "error": code + ": " + msg}, code+": "+msg, true)
+}
+
+func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a execArgs
+		if err := req.BindArguments(&a); err != nil {
+			return toolError("invalid_arguments", err.Error()), nil
+		}
+		if strings.TrimSpace(a.Command) == "" {
+			return toolError("invalid_arguments", "command is empty; give the shell command to run"), nil
+		}
+		spec, err := s.specFor(a)
+		if err != nil {
+			var pe *policy.Error
+			if errors.As(err, &pe) {
+				return toolError(pe.Code, pe.Error()), nil
+			}
+			return toolError("invalid_arguments", err.Error()), nil
+		}
+		owner := ownerFrom(ctx)
+		e, err := s.mgr.Start(owner, a.Command, spec)
+		if err != nil {
+			var le *executions.LimitError
+			if errors.As(err, &le) {
+				return toolError("too_many_executions", err.Error()), nil
+			}
+			return toolError("internal_error", err.Error()), nil
+		}
+		wait := !async && (a.WaitForCompletion == nil || *a.WaitForCompletion)
+		if !wait {
+			sn := e.Snapshot(0)
+			return structured(map[string]any{"execution_id": e.ID, "status": status(sn.State), "exit_code": exitCode(sn),
+				"output": []any{}, "next_seq": 0}, "started execution "+e.ID+"; poll it with get_execution_output", false), nil
+		}
+		sn := s.waitWithProgress(ctx, req, e)
+		if ctx.Err() != nil && !sn.State.Done() {
+			// The client went away or cancelled the call: so does the run.
+			_ = e.Cancel(true)
+		}
+		return structured(result(sn), summary(sn), sn.State == executions.StateFailed), nil
+	}
+}
+
+// waitWithProgress waits for the end of e; when the request carries a
+// progress token it sends the output as it comes, batched at most every
+// ProgressInterval. The final result always has the complete output.
+func (s *Server) waitWithProgress(ctx context.Context, req mcp.CallToolRequest, e *executions.Execution) executions.Snapshot {
+	var token mcp.ProgressToken
+	if req.Params.Meta != nil {
+		token = req.Params.Meta.ProgressToken
+	}
+	srv := server.ServerFromContext(ctx)
+	if token == nil || srv == nil {
+		return e.Wait(ctx, 0, true)
+	}
+	var sent uint64
+	progress := 0
+	tick := time.NewTicker(s.cfg.ProgressInterval)
+	defer tick.Stop()
+	for {
+		sn := e.Snapshot(sent)
+		var msg strings.Builder
+		for _, ev := range sn.Events {
+			if ev.Type == runner.EventStdout || ev.Type == runner.EventStderr {
+				msg.Write(ev.Data)
+			}
+		}
+		if msg.Len() > 0 && !sn.State.Done() {
+			progress++
+			text := toValidUTF8(msg.String())
+			if len(text) > 16<<10 {
+				text = text[len(text)-16<<10:]
+			}
+			err := srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+				"progressToken": token, "progress": progress, "message": text,
+			})
+			if err == nil {
+				sent = sn.NextSeq
+			}
+		}
+		if sn.State.Done() {
+			return e.Snapshot(0)
+		}
+		select {
+		case <-ctx.Done():
+			return e.Snapshot(0)
+		case <-tick.C:
+		}
+	}
+}
+
+// specFor turns tool arguments into a runner spec within the ceiling.
+func (s *Server) specFor(a execArgs) (runner.Spec, error) {
+	cwd := a.WorkingDirectory
+	if cwd == "" {
+		cwd = "/tmp"
+	}
+	if !strings.HasPrefix(cwd, "/") {
+		return runner.Spec{}, &policy.Error{Code: "invalid_path", Field: "working_directory", Value: cwd, Message: "must be an absolute path (for example /tmp)"}
+	}
+	var call policy.Policy
+	if a.SandboxConfig != nil {
+		if a.SandboxConfig.Network != nil {
+			call.Network = *a.SandboxConfig.Network
+		}
+		if a.SandboxConfig.Filesystem != nil {
+			call.Filesystem = *a.SandboxConfig.Filesystem
+		}
+	}
+	timeout := s.cfg.DefaultTimeout
+	if a.TimeoutSeconds != nil {
+		if *a.TimeoutSeconds <= 0 {
+			return runner.Spec{}, &policy.Error{Code: "invalid_limit", Field: "timeout_seconds", Value: fmt.Sprint(*a.TimeoutSeconds), Message: "must be a positive number of seconds"}
+		}
+		timeout = time.Duration(*a.TimeoutSeconds * float64(time.Second))
+	}
+	if max := s.cfg.Ceiling.Limits.Timeout.Std(); max > 0 && timeout > max {
+		return runner.Spec{}, &policy.Error{Code: policy.CodeExceedsCeiling, Field: "timeout_seconds", Value: fmt.Sprint(timeout.Seconds()),
+			Message: fmt.Sprintf("is above the operator's maximum of %g seconds", max.Seconds())}
+	}
+	call.Limits.Timeout = policy.Duration(timeout)
+	p, err := policy.Narrow(s.cfg.Ceiling, call, cwd, s.cfg.Home)
+	if err != nil {
+		return runner.Spec{}, err
+	}
+	if !policy.Within(cwd, "/tmp") {
+		roots := append(append([]string(nil), s.cfg.Ceiling.Filesystem.AllowRead...), s.cfg.Ceiling.Filesystem.AllowWrite...)
+		ok := false
+		for _, r := range roots {
+			if policy.Within(cwd, policy.ExpandPath(r, "/", s.cfg.Home)) {
+				ok = true
+			}
+		}
+		if !ok {
+			return runner.Spec{}, &policy.Error{Code: policy.CodeExceedsCeiling, Field: "working_directory", Value: cwd,
+				Message: "is outside the paths the operator allows (" + listOrNone(roots) + "); use /tmp"}
+		}
+	}
+	stdin := runner.StdinPipe
+	if a.Interactive {
+		stdin = runner.StdinPTY
+	}
+	ceil := &runner.Ceiling{}
+	for _, r := range s.cfg.Ceiling.Filesystem.AllowRead {
+		ceil.Read = append(ceil.Read, policy.ExpandPath(r, cwd, s.cfg.Home))
+	}
+	for _, w := range s.cfg.Ceiling.Filesystem.AllowWrite {
+		ceil.Write = append(ceil.Write, policy.ExpandPath(w, cwd, s.cfg.Home))
+	}
+	return runner.Spec{
+		Version: runner.SpecVersion,
+		Argv:    []string{s.cfg.Shell, "-c", a.Command},
+		Cwd:     cwd,
+		Home:    s.cfg.Home,
+		Env:     a.Environment,
+		Policy:  p,
+		Stdin:   stdin,
+		Ceiling: ceil,
+	}, nil
+}
+
+func listOrNone(ps []string) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	return strings.Join(ps, ", ")
+}
+
+type idArgs struct {
+	ExecutionID string `json:"execution_id"`
+}
+
+func (s *Server) lookup(ctx context.Context, id string) (*executions.Execution, *mcp.CallToolResult) {
+	if id == "" {
+		return nil, toolError("invalid_arguments", "execution_id is required")
+	}
+	e, err := s.mgr.Get(ownerFrom(ctx), id)
+	if err != nil {
+		return nil, toolError("not_found", fmt.Sprintf("execution %q: %v", id, err))
+	}
+	return e, nil
+}
+
+func (s *Server) handleOutput(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a struct {
+		ExecutionID string   `json:"execution_id"`
+		Wait        bool     `json:"wait"`
+		WaitFor     string   `json:"wait_for"`
+		WaitTimeout *float64 `json:"wait_timeout_seconds"`
+		SinceSeq    *uint64  `json:"since_seq"`
+		LastEventID any      `json:"last_event_id"`
+	}
+	if err := req.BindArguments(&a); err != nil {
+		return toolError("invalid_arguments", err.Error()), nil
+	}
+	e, errRes := s.lookup(ctx, a.ExecutionID)
+	if errRes != nil {
+		return errRes, nil
+	}
+	var since uint64
+	if a.SinceSeq != nil {
+		since = *a.SinceSeq
+	} else if a.LastEventID != nil {
+		var n uint64
+		if _, err := fmt.Sscan(fmt.Sprint(a.LastEventID), &n); err != nil {
+			return toolError("invalid_arguments", "last_event_id must be an event seq number"), nil
+		}
+		since = n
+	}
+	var sn executions.Snapshot
+	if a.Wait {
+		d := 30 * time.Second
+		if a.WaitTimeout != nil && *a.WaitTimeout > 0 {
+			d = time.Duration(*a.WaitTimeout * float64(time.Second))
+		}
+		if d > s.cfg.MaxWait {
+			d = s.cfg.MaxWait
+		}
+		wctx, cancel := context.WithTimeout(ctx, d)
+		sn = e.Wait(wctx, since, a.WaitFor != "output")
+		cancel()
+	} else {
+		sn = e.Snapshot(since)
+	}
+	return structured(result(sn), summary(sn), false), nil
+}
+
+func (s *Server) handleStdin(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a struct {
+		ExecutionID string `json:"execution_id"`
+		InputData   string `json:"input_data"`
+		CloseStdin  bool   `json:"close_stdin"`
+	}
+	if err := req.BindArguments(&a); err != nil {
+		return toolError("invalid_arguments", err.Error()), nil
+	}
+	e, errRes := s.lookup(ctx, a.ExecutionID)
+	if errRes != nil {
+		return errRes, nil
+	}
+	if a.InputData != "" {
+		if err := e.SendStdin([]byte(a.InputData)); err != nil {
+			code := "stdin_failed"
+			if errors.Is(err, executions.ErrFinished) {
+				code = "execution_finished"
+				err = errors.New("the execution has finished; its stdin is closed")
+			}
+			return toolError(code, err.Error()), nil
+		}
+	}
+	if a.CloseStdin {
+		if err := e.CloseStdin(); err != nil && !errors.Is(err, executions.ErrFinished) {
+			return toolError("stdin_failed", err.Error()), nil
+		}
+	}
+	v := map[string]any{"execution_id": e.ID, "status": status(e.State()), "bytes_written": len(a.InputData), "stdin_closed": a.CloseStdin}
+	return structured(v, fmt.Sprintf("wrote %d bytes to %s's stdin", len(a.InputData), e.ID), false), nil
+}
+
+func (s *Server) handleCancel(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a struct {
+		ExecutionID string `json:"execution_id"`
+		Force       bool   `json:"force"`
+	}
+	if err := req.BindArguments(&a); err != nil {
+		return toolError("invalid_arguments", err.Error()), nil
+	}
+	e, errRes := s.lookup(ctx, a.ExecutionID)
+	if errRes != nil {
+		return errRes, nil
+	}
+	if err := e.Cancel(a.Force); err != nil && !errors.Is(err, executions.ErrFinished) {
+		return toolError("cancel_failed", err.Error()), nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, runner.DefaultGrace+3*time.Second)
+	sn := e.Wait(wctx, 0, true)
+	cancel()
+	return structured(statusMap(sn), "execution "+e.ID+" is "+status(sn.State), false), nil
+}
+
+func statusMap(sn executions.Snapshot) map[string]any {
+	v := map[string]any{"execution_id": sn.ID, "status": status(sn.State), "exit_code": exitCode(sn),
+		"command": sn.Label, "created_at": sn.Created.UTC().Format(time.RFC3339Nano), "events": int(sn.NextSeq)}
+	if sn.End != nil {
+		v["duration_ms"] = sn.End.DurationMS
+		if sn.End.Type == runner.EventError {
+			v["error"] = sn.End.ErrCode + ": " + sn.End.Message
+		}
+	}
+	if len(sn.Truncated) > 0 {
+		v["truncated"] = sn.Truncated
+	}
+	return v
+}
+
+func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a idArgs
+	if err := req.BindArguments(&a); err != nil {
+		return toolError("invalid_arguments", err.Error()), nil
+	}
+	e, errRes := s.lookup(ctx, a.ExecutionID)
+	if errRes != nil {
+		return errRes, nil
+	}
+	sn := e.Snapshot(0)
+	sn.Events = nil
+	return structured(statusMap(sn), "execution "+e.ID+" is "+status(sn.State), false), nil
+}
+
+func (s *Server) handleList(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	list := []map[string]any{}
+	var lines []string
+	for _, e := range s.mgr.List(ownerFrom(ctx)) {
+		sn := e.Snapshot(^uint64(0) >> 1)
+		list = append(list, map[string]any{"execution_id": e.ID, "status": status(sn.State), "exit_code": exitCode(sn),
+			"command": e.Label, "created_at": e.Created.UTC().Format(time.RFC3339Nano)})
+		lines = append(lines, fmt.Sprintf("%s %s %s", e.ID, status(sn.State), e.Label))
+	}
+	text := "no executions"
+	if len(lines) > 0 {
+		text = strings.Join(lines, "\n")
+	}
+	return structured(map[string]any{"executions": list}, text, false), nil
+}
