@@ -12,7 +12,7 @@ APT_RUN  := bubblewrap python3 python3-pandas python3-numpy python3-matplotlib p
             python3-reportlab python3-openpyxl python3-scipy
 APT_TEST := $(APT_RUN) python3-pip util-linux procps git curl ca-certificates
 
-.PHONY: run test build deps deps-test check unit integration bench clean
+.PHONY: run test build deps deps-test clients check unit integration bench clean
 
 build:
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN) ./cmd/srt-mcp
@@ -24,11 +24,16 @@ deps:
 		if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
 	else echo "not root or no apt-get: install $(APT_RUN) yourself"; fi
 
-deps-test:
+deps-test: clients
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		missing=""; for p in $(APT_TEST); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 		if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
 	else echo "not root or no apt-get: install $(APT_TEST) yourself"; fi
+
+# The unmodified third-party MCP clients the integration suite drives.
+clients:
+	@command -v npm >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm)
+	cd integration/mcpclient && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 
 # Set up and run: check the host, then run a command in the sandbox.
 run: deps build
@@ -58,11 +63,14 @@ integration:
 	rm -rf $(ITEST_DIR) && mkdir -p $(ITEST_DIR)/home-root $(ITEST_DIR)/home-nobody
 	$(GO) build $(GOFLAGS_BUILD) -o $(ITEST_DIR)/srt-mcp ./cmd/srt-mcp
 	for s in $(SUITES); do $(GO) test -tags $(TAGS) -c -o $(ITEST_DIR)/$$s.test ./$$s || exit 1; done
+	cp -r integration/mcpclient $(ITEST_DIR)/mcpclient
+	chmod -R a+rX $(ITEST_DIR)/mcpclient
 	chmod 755 $(ITEST_DIR) $(ITEST_DIR)/*.test $(ITEST_DIR)/srt-mcp
 	chown 65534:65534 $(ITEST_DIR)/home-nobody 2>/dev/null || true
 	@set -o pipefail; for s in $(SUITES); do \
 		echo "== $$s as $$(id -un)"; \
-		( cd $(ITEST_DIR) && env SRT_MCP_BIN=$(ITEST_DIR)/srt-mcp HOME=$(ITEST_DIR)/home-root TMPDIR=$(ITEST_DIR)/home-root \
+		( cd $(ITEST_DIR) && env SRT_MCP_BIN=$(ITEST_DIR)/srt-mcp SRT_MCP_CLIENTS=$(ITEST_DIR)/mcpclient SRT_MCP_REQUIRE_CLIENTS=1 \
+			HOME=$(ITEST_DIR)/home-root TMPDIR=$(ITEST_DIR)/home-root \
 			./$$s.test -test.count=1 -test.timeout=15m -test.v $(ITEST_ARGS) ) > $(ITEST_DIR)/$$s-root.log 2>&1; rc=$$?; \
 		grep -E '^(--- |FAIL|ok|PASS|panic)' $(ITEST_DIR)/$$s-root.log | grep -v '^--- PASS' ; \
 		if [ $$rc -ne 0 ]; then tail -50 $(ITEST_DIR)/$$s-root.log; exit $$rc; fi; \
@@ -70,6 +78,7 @@ integration:
 			echo "== $$s as nobody"; \
 			( cd $(ITEST_DIR) && setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH=/usr/local/bin:/usr/bin:/bin \
 				HOME=$(ITEST_DIR)/home-nobody TMPDIR=$(ITEST_DIR)/home-nobody SRT_MCP_BIN=$(ITEST_DIR)/srt-mcp \
+				SRT_MCP_CLIENTS=$(ITEST_DIR)/mcpclient SRT_MCP_REQUIRE_CLIENTS=1 \
 				./$$s.test -test.count=1 -test.timeout=15m -test.v $(ITEST_ARGS) ) > $(ITEST_DIR)/$$s-nobody.log 2>&1; rc=$$?; \
 			grep -E '^(--- |FAIL|ok|PASS|panic)' $(ITEST_DIR)/$$s-nobody.log | grep -v '^--- PASS' ; \
 			if [ $$rc -ne 0 ]; then tail -50 $(ITEST_DIR)/$$s-nobody.log; exit $$rc; fi; \

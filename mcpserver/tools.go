@@ -75,7 +75,7 @@ func execSchema(async bool) json.RawMessage {
 const eventSchema = `{"type": "object", "properties": {
   "seq": {"type": "integer"}, "type": {"type": "string", "enum": ["ready","stdout","stderr","violation","exit","timeout","cancelled","error"]},
   "ts": {"type": "number"}, "data": {"type": "string"}, "data_b64": {"type": "string"},
-  "code": {"type": ["integer", "string"]}, "duration_ms": {"type": "integer"}, "timeout_seconds": {"type": "number"},
+  "code": {"anyOf": [{"type": "integer"}, {"type": "string"}]}, "duration_ms": {"type": "integer"}, "timeout_seconds": {"type": "number"},
   "message": {"type": "string"}, "signal": {"type": "string"}, "violation": {"type": "object"},
   "truncated": {"type": "array", "items": {"type": "string"}}}, "required": ["seq", "type", "ts"]}`
 
@@ -84,7 +84,7 @@ const resultSchema = `{
   "properties": {
     "execution_id": {"type": "string"},
     "status": {"type": "string", "enum": ["running", "completed", "timed_out", "cancelled", "failed"]},
-    "exit_code": {"type": ["integer", "null"]},
+    "exit_code": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
     "output": {"type": "array", "items": ` + eventSchema + `},
     "next_seq": {"type": "integer", "description": "Pass as since_seq to get_execution_output to receive only newer events."},
     "truncated": {"type": "array", "items": {"type": "string"}, "description": "Streams cut at the output limit."},
@@ -114,7 +114,7 @@ func (s *Server) addTools() {
   "wait_for": {"type": "string", "enum": ["completion", "output"], "default": "completion", "description": "With wait: return as soon as new output arrives (\"output\") instead of at completion."},
   "wait_timeout_seconds": {"type": "number", "default": 30},
   "since_seq": {"type": "integer", "description": "Return only events with seq greater than this (use next_seq from the previous reply)."},
-  "last_event_id": {"type": ["string", "integer"], "description": "Same as since_seq (SSE-style name)."}},
+  "last_event_id": {"anyOf": [{"type": "string"}, {"type": "integer"}], "description": "Same as since_seq (SSE-style name)."}},
   "required": ["execution_id"], "additionalProperties": false}`)),
 		s.handleOutput)
 	s.mcp.AddTool(mcp.NewToolWithRawSchema("send_stdin",
@@ -151,10 +151,10 @@ func (s *Server) setAnnotations() {
 		output                                       string
 	}
 	listSchema := `{"type": "object", "properties": {"executions": {"type": "array", "items": {"type": "object", "properties": {
-  "execution_id": {"type": "string"}, "status": {"type": "string"}, "exit_code": {"type": ["integer", "null"]},
+  "execution_id": {"type": "string"}, "status": {"type": "string"}, "exit_code": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
   "command": {"type": "string"}, "created_at": {"type": "string"}}}}}, "required": ["executions"]}`
 	statusSchema := `{"type": "object", "properties": {"execution_id": {"type": "string"}, "status": {"type": "string"},
-  "exit_code": {"type": ["integer", "null"]}, "command": {"type": "string"}, "created_at": {"type": "string"},
+  "exit_code": {"anyOf": [{"type": "integer"}, {"type": "null"}]}, "command": {"type": "string"}, "created_at": {"type": "string"},
   "duration_ms": {"type": "integer"}, "events": {"type": "integer"}, "truncated": {"type": "array", "items": {"type": "string"}},
   "error": {"type": "string"}}, "required": ["execution_id", "status"]}`
 	stdinSchema := `{"type": "object", "properties": {"execution_id": {"type": "string"}, "status": {"type": "string"},

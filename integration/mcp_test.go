@@ -1,0 +1,248 @@
+package integration
+
+// MCP tests: srt-mcp serve driven by unmodified third-party clients from
+// npm (the MCP TypeScript SDK 1.32.x over Streamable HTTP and stdio, and
+// the MCP Inspector 2.12 CLI, in both protocol eras), plus the HTTP door's
+// own guards (bearer auth, Origin, body cap, refusing an open bind).
+//
+// The clients live in integration/mcpclient (npm ci there); point
+// SRT_MCP_CLIENTS at a copy of that directory to run from elsewhere. With
+// SRT_MCP_REQUIRE_CLIENTS=1 (set by make test) missing clients fail the
+// test instead of skipping it.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func mcpClients(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("SRT_MCP_CLIENTS")
+	if dir == "" {
+		dir, _ = filepath.Abs("mcpclient")
+	}
+	_, errNode := exec.LookPath("node")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil || errNode != nil {
+		msg := fmt.Sprintf("MCP clients are not installed in %s (run npm ci there; node must be on PATH)", dir)
+		if os.Getenv("SRT_MCP_REQUIRE_CLIENTS") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return dir
+}
+
+type mcpServer struct {
+	url  string
+	cmd  *exec.Cmd
+	logs *bytes.Buffer
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startServe runs srt-mcp serve on a free loopback port until the test ends.
+func startServe(t *testing.T, extra ...string) *mcpServer {
+	t.Helper()
+	port := freePort(t)
+	args := append([]string{"serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port)}, extra...)
+	cmd := exec.Command(nwBin(t), args...)
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	logs := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &mcpServer{url: fmt.Sprintf("http://127.0.0.1:%d/mcp", port), cmd: cmd, logs: logs}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not come up: %s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return s
+}
+
+// runClient runs client.mjs and returns its checks by name.
+func runClient(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("node", append([]string{"client.mjs"}, args...)...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	checks := 0
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var c struct {
+			Check  string          `json:"check"`
+			OK     bool            `json:"ok"`
+			Detail json.RawMessage `json:"detail"`
+		}
+		if json.Unmarshal(sc.Bytes(), &c) != nil {
+			continue
+		}
+		checks++
+		if !c.OK {
+			t.Errorf("client check %q failed: %s", c.Check, c.Detail)
+		}
+	}
+	if err != nil || checks < 15 {
+		t.Fatalf("client.mjs %v: %v (%d checks)\nstderr: %s", args, err, checks, stderr.String())
+	}
+}
+
+func markerGone(t *testing.T, marker string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		found := false
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			if err == nil && bytes.Contains(b, []byte(marker)) && !bytes.Contains(b, []byte("client.mjs")) {
+				found = true
+			}
+		}
+		if !found {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a process with %q survived its session", marker)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestMCPTypeScriptClientHTTP(t *testing.T) {
+	dir := mcpClients(t)
+	s := startServe(t)
+	marker := fmt.Sprintf("srtmcp-http-%d", time.Now().UnixNano())
+	runClient(t, dir, "--url", s.url, "--marker", marker)
+	markerGone(t, marker) // session DELETE cancelled the session's sleep
+}
+
+func TestMCPTypeScriptClientStdio(t *testing.T) {
+	dir := mcpClients(t)
+	marker := fmt.Sprintf("srtmcp-stdio-%d", time.Now().UnixNano())
+	runClient(t, dir, "--stdio", nwBin(t), "--marker", marker)
+	markerGone(t, marker)
+}
+
+func TestMCPTokenAuth(t *testing.T) {
+	dir := mcpClients(t)
+	s := startServe(t, "--token", "s3cret-token")
+	resp, err := http.Post(s.url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 || !strings.Contains(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Fatalf("no token: want 401 with WWW-Authenticate, got %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	runClient(t, dir, "--url", s.url, "--token", "s3cret-token")
+}
+
+func TestMCPInspectorCLI(t *testing.T) {
+	dir := mcpClients(t)
+	s := startServe(t)
+	home := t.TempDir() // the Inspector writes ~/.mcp-inspector
+	inspect := func(args ...string) map[string]any {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(dir, "node_modules", ".bin", "mcp-inspector"), append([]string{"--cli", s.url, "--transport", "http"}, append(args, "--format", "json")...)...)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), "HOME="+home)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("inspector %v: %v\n%s", args, err, out)
+		}
+		var v map[string]any
+		// The JSON result comes first; the Inspector may add notes after it.
+		if err := json.NewDecoder(bytes.NewReader(out[bytes.IndexByte(out, '{'):])).Decode(&v); err != nil {
+			t.Fatalf("inspector %v: %v\n%s", args, err, out)
+		}
+		return v
+	}
+	tools := inspect("--method", "tools/list")["result"].(map[string]any)["tools"].([]any)
+	if len(tools) != 7 {
+		t.Fatalf("inspector sees %d tools", len(tools))
+	}
+	for _, era := range [][]string{nil, {"--protocol-era", "modern"}} {
+		res := inspect(append(era, "--method", "tools/call", "--tool-name", "execute_code", "--tool-args-json", `{"command":"echo via-inspector"}`)...)
+		sc := res["result"].(map[string]any)["structuredContent"].(map[string]any)
+		if sc["status"] != "completed" || !strings.Contains(fmt.Sprint(sc["output"]), "via-inspector") {
+			t.Fatalf("inspector %v execute_code: %v", era, sc)
+		}
+	}
+}
+
+func TestMCPHTTPGuards(t *testing.T) {
+	s := startServe(t, "--max-body", "64K")
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	post := func(body string, hdr map[string]string) *http.Response {
+		req, _ := http.NewRequest("POST", s.url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	if r := post(init, map[string]string{"Origin": "http://evil.example"}); r.StatusCode != 403 {
+		t.Fatalf("foreign Origin: want 403, got %d", r.StatusCode)
+	}
+	if r := post(init, map[string]string{"Origin": "http://localhost:3000"}); r.StatusCode != 200 {
+		t.Fatalf("loopback Origin: want 200, got %d", r.StatusCode)
+	}
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", 200<<10) + `"}}`
+	if r := post(big, nil); r.StatusCode < 400 {
+		t.Fatalf("oversized body: want an error status, got %d", r.StatusCode)
+	}
+	// An open bind without a token is refused.
+	cmd := exec.Command(nwBin(t), "serve", "--host", "0.0.0.0", "--port", strconv.Itoa(freePort(t)))
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "--token") {
+		t.Fatalf("0.0.0.0 without a token: want exit 2 naming --token, got %v %s", err, out)
+	}
+}
