@@ -458,8 +458,9 @@ func (s *Server) specFor(a execArgs) (runner.Spec, error) {
 		Home:    s.cfg.Home,
 		Env:     a.Environment,
 		Policy:  p,
-		Stdin:   stdin,
-		Ceiling: ceil,
+		Stdin:      stdin,
+		Ceiling:    ceil,
+		PrivateCwd: true,
 	}, nil
 }
 

@@ -94,6 +94,9 @@ type PlanInput struct {
 	// Ceiling, when set, bounds allow_read and allow_write after symlinks
 	// are resolved.
 	Ceiling *Ceiling
+	// PrivateCwd makes a Cwd under /tmp a directory of the sandbox's own
+	// /tmp, created empty, even if the host has that path.
+	PrivateCwd bool
 	// EtcDir, when set, is a mirror of the SystemEtc entries (see EtcView)
 	// bound at /etc in one mount instead of one mount per entry. It is not
 	// used when an allow entry lands inside /etc.
@@ -155,7 +158,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		in.Home = "/"
 	}
 	r := &resolver{in: in}
-	if policy.Within(filepath.Clean(in.Cwd), SandboxTmp) {
+	if r.privateCwd(filepath.Clean(in.Cwd)) {
 		// A directory of the sandbox's own /tmp: nothing of the host.
 		plan := &Plan{Cwd: filepath.Clean(in.Cwd)}
 		return r.finish(plan, plan.Cwd)
@@ -236,7 +239,7 @@ func (r *resolver) finish(plan *Plan, cwd string) (*Plan, error) {
 	if in.Self != "" {
 		fixed = append(fixed, Mount{Kind: MountRO, Src: in.Self, Dst: SandboxSelf})
 	}
-	if policy.Within(plan.Cwd, SandboxTmp) && plan.Cwd != SandboxTmp {
+	if r.privateCwd(plan.Cwd) && plan.Cwd != SandboxTmp {
 		fixed = append(fixed, Mount{Kind: MountDir, Dst: plan.Cwd})
 	}
 	plan.Mounts = mergeByDepth(mounts, fixed)
@@ -340,7 +343,7 @@ func (r *resolver) userRules(cwd string, plan *Plan) ([]rule, error) {
 	// The working directory is visible read-only, except "/": running from
 	// the root must not expose the whole host.
 	var out []rule
-	if cwd != "/" && !policy.Within(cwd, SandboxTmp) {
+	if cwd != "/" && !r.privateCwd(cwd) {
 		out = append(out, rule{kind: kAllowRead, src: cwd, dst: cwd, isDir: true, field: "cwd"})
 	}
 	add := func(kind ruleKind, name string, entries []string) error {
@@ -405,6 +408,12 @@ func (r *resolver) userRules(cwd string, plan *Plan) ([]rule, error) {
 		out = append(out, rule{kind: kind, src: src, dst: filepath.Clean(m.Dst), isDir: fi.IsDir(), field: field})
 	}
 	return out, nil
+}
+
+// privateCwd reports whether the working directory is the sandbox's own
+// (under its private /tmp) rather than a host directory.
+func (r *resolver) privateCwd(cwd string) bool {
+	return cwd == SandboxTmp || (r.in.PrivateCwd && policy.Within(cwd, SandboxTmp))
 }
 
 // checkCeiling refuses an allow entry that resolved outside the

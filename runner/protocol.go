@@ -60,6 +60,10 @@ type Spec struct {
 	// Cwd is the absolute host path the command starts in. It is visible in
 	// the sandbox at the same path (read-only unless allow_write covers it).
 	Cwd string `json:"cwd"`
+	// PrivateCwd makes a Cwd under /tmp a fresh directory of the sandbox's
+	// own /tmp instead of the host's path (the MCP server sets it: a call
+	// must never name another user's host /tmp directory).
+	PrivateCwd bool `json:"private_cwd,omitempty"`
 	// Home is the caller's home directory, used to expand "~" in the policy.
 	// It is not the sandbox's HOME, which is private.
 	Home string `json:"home,omitempty"`
