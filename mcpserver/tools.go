@@ -452,12 +452,12 @@ func (s *Server) specFor(a execArgs) (runner.Spec, error) {
 		ceil.Write = append(ceil.Write, policy.ExpandPath(w, cwd, s.cfg.Home))
 	}
 	return runner.Spec{
-		Version: runner.SpecVersion,
-		Argv:    []string{s.cfg.Shell, "-c", a.Command},
-		Cwd:     cwd,
-		Home:    s.cfg.Home,
-		Env:     a.Environment,
-		Policy:  p,
+		Version:    runner.SpecVersion,
+		Argv:       []string{s.cfg.Shell, "-c", a.Command},
+		Cwd:        cwd,
+		Home:       s.cfg.Home,
+		Env:        a.Environment,
+		Policy:     p,
 		Stdin:      stdin,
 		Ceiling:    ceil,
 		PrivateCwd: true,
