@@ -6,7 +6,8 @@ GO      ?= go
 BIN     ?= bin/srt-mcp
 TAGS    := urfave_cli_no_docs
 export CGO_ENABLED := 0
-GOFLAGS_BUILD := -tags $(TAGS) -trimpath -ldflags "-s -w"
+LDFLAGS       := -trimpath -ldflags "-s -w"
+GOFLAGS_BUILD := -tags $(TAGS) $(LDFLAGS)
 
 APT_RUN  := bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-seaborn \
             python3-reportlab python3-openpyxl python3-scipy
@@ -14,8 +15,11 @@ APT_TEST := $(APT_RUN) python3-pip util-linux procps git curl ca-certificates
 
 .PHONY: run test build deps deps-test clients check unit integration bench clean
 
+# The release binary is light (CLI, runner, in-sandbox stage) and embeds
+# the full build for srt-mcp serve; see cmd/srt-mcp/serve_embedded.go.
 build:
-	$(GO) build $(GOFLAGS_BUILD) -o $(BIN) ./cmd/srt-mcp
+	$(GO) build $(GOFLAGS_BUILD) -o cmd/srt-mcp/embedded/srt-mcp-full ./cmd/srt-mcp
+	$(GO) build -tags "$(TAGS) embedserver" $(LDFLAGS) -o $(BIN) ./cmd/srt-mcp
 
 # Install the system packages the sandbox and the Python data profile use.
 deps:
@@ -61,7 +65,7 @@ ITEST_DIR ?= /tmp/srt-mcp-itest
 SUITES    := runner integration
 integration:
 	rm -rf $(ITEST_DIR) && mkdir -p $(ITEST_DIR)/home-root $(ITEST_DIR)/home-nobody
-	$(GO) build $(GOFLAGS_BUILD) -o $(ITEST_DIR)/srt-mcp ./cmd/srt-mcp
+	$(MAKE) --no-print-directory build BIN=$(ITEST_DIR)/srt-mcp
 	for s in $(SUITES); do $(GO) test -tags $(TAGS) -c -o $(ITEST_DIR)/$$s.test ./$$s || exit 1; done
 	cp -r integration/mcpclient $(ITEST_DIR)/mcpclient
 	chmod -R a+rX $(ITEST_DIR)/mcpclient

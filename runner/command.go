@@ -29,9 +29,19 @@ type Process struct {
 // spec over fd 3. The runner's lifetime is tied to this process (Pdeathsig
 // on Linux, EOF on the control fd everywhere).
 func StartProcess(spec Spec, sink func(Event)) (*Process, error) {
-	self, err := selfExe()
-	if err != nil {
-		return nil, fmt.Errorf("locate the srt-mcp binary: %w", err)
+	return StartProcessWith("", spec, sink)
+}
+
+// StartProcessWith is StartProcess with an explicit srt-mcp binary to run
+// as the runner (and, bind-mounted, as the sandbox's exec stage); "" means
+// this process's own executable.
+func StartProcessWith(binary string, spec Spec, sink func(Event)) (*Process, error) {
+	self := binary
+	if self == "" {
+		var err error
+		if self, err = selfExe(); err != nil {
+			return nil, fmt.Errorf("locate the srt-mcp binary: %w", err)
+		}
 	}
 	spec.Version = SpecVersion
 	body, err := json.Marshal(spec)

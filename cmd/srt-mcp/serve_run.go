@@ -1,0 +1,101 @@
+//go:build !embedserver
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/mcpserver"
+	"github.com/srt-mcp/srt-mcp/runner"
+)
+
+// This file is the MCP server itself. The release build (make build)
+// compiles it into a separate binary embedded in a light srt-mcp, so that
+// the sandbox's hot paths (srt-mcp exec, the per-execution runner, the
+// in-sandbox exec stage) do not pay the MCP library's start-up cost; see
+// serve_embedded.go. A plain go build runs it in-process.
+
+// runnerBinaryEnv names the light srt-mcp binary a server started by the
+// release build uses for its runners.
+const runnerBinaryEnv = "SRT_MCP_RUNNER_BIN"
+
+func runServe(c *cli.Context) error {
+	ceiling, err := serveCeiling(c)
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	home, _ := os.UserHomeDir()
+	def := time.Duration(c.Float64("timeout") * float64(time.Second))
+	if max := ceiling.Limits.Timeout.Std(); max > 0 && def > max {
+		def = max
+	}
+	runnerBin := os.Getenv(runnerBinaryEnv)
+	mgr := executions.NewManager(executions.Config{
+		MaxConcurrent: c.Int("max-concurrent"),
+		MaxPerOwner:   c.Int("max-per-session"),
+		Retention:     c.Duration("retention"),
+		Start: func(s runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+			return runner.StartProcessWith(runnerBin, s, sink)
+		},
+	})
+	srv := mcpserver.New(mcpserver.Config{Ceiling: ceiling, DefaultTimeout: def, Home: home, Logger: logger, Version: version}, mgr)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), runner.DefaultGrace+3*time.Second)
+		mgr.Shutdown(sctx)
+		cancel()
+	}()
+
+	if c.Bool("stdio") {
+		err := srv.ServeStdio(ctx, os.Stdin, os.Stdout)
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+			return cli.Exit("stdio: "+err.Error(), 1)
+		}
+		return nil
+	}
+
+	host, token := c.String("host"), c.String("token")
+	if token == "" && !isLoopback(host) && !c.Bool("insecure-no-auth") {
+		return cli.Exit(fmt.Sprintf("refusing to serve on %s without authentication: set --token (or SANDBOX_AUTH_TOKEN), or pass --insecure-no-auth", host), exitUsage)
+	}
+	maxBody, err := parseSize(c.String("max-body"))
+	if err != nil {
+		return cli.Exit("--max-body: "+err.Error(), exitUsage)
+	}
+	handler := srv.HTTPHandler(mcpserver.HTTPConfig{
+		Token: token, AllowedOrigins: c.StringSlice("allowed-origin"), MaxBody: maxBody,
+		RateLimit: c.Float64("rate-limit"), SessionTTL: c.Duration("session-ttl"),
+	})
+	addr := net.JoinHostPort(host, fmt.Sprint(c.Int("port")))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("listen on %s: %v", addr, err), 1)
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
+	logger.Info("srt-mcp serving MCP", "url", "http://"+ln.Addr().String()+"/mcp", "auth", token != "")
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = hs.Shutdown(sctx)
+		cancel()
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return cli.Exit(err.Error(), 1)
+	}
+	return nil
+}
