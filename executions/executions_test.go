@@ -1,0 +1,101 @@
+package executions
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/srt-mcp/srt-mcp/runner"
+)
+
+// script is a runner.Handle that plays back events the test feeds it; the
+// real runner is exercised by the runner package and the integration suite.
+type script struct {
+	mu     sync.Mutex
+	sink   func(runner.Event)
+	seq    uint64
+	done   chan struct{}
+	cancel chan bool
+}
+
+func (s *script) emit(typ string, data string) {
+	s.mu.Lock()
+	s.seq++
+	e := runner.Event{Seq: s.seq, Type: typ, TS: float64(time.Now().UnixNano()) / 1e9, Data: []byte(data)}
+	s.mu.Unlock()
+	s.sink(e)
+	if e.Terminal() {
+		close(s.done)
+	}
+}
+func (s *script) Write(p []byte) (int, error) { return len(p), nil }
+func (s *script) CloseStdin() error           { return nil }
+func (s *script) Resize(uint16, uint16) error { return nil }
+func (s *script) Signal(syscall.Signal) error { return nil }
+func (s *script) Cancel(force bool)           { s.cancel <- force }
+func (s *script) Wait() runner.Event          { <-s.done; return runner.Event{} }
+func (s *script) Done() <-chan struct{}       { return s.done }
+
+func TestLimitsStatesAndCursors(t *testing.T) {
+	var started []*script
+	var mu sync.Mutex
+	m := NewManager(Config{MaxConcurrent: 3, MaxPerOwner: 2, Retention: time.Minute, Start: func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+		s := &script{sink: sink, done: make(chan struct{}), cancel: make(chan bool, 1)}
+		mu.Lock()
+		started = append(started, s)
+		mu.Unlock()
+		s.emit(runner.EventReady, "")
+		return handle{s}, nil
+	}})
+	a1, _ := m.Start("a", "one", runner.Spec{})
+	_, _ = m.Start("a", "two", runner.Spec{})
+	if _, err := m.Start("a", "three", runner.Spec{}); !isLimit(err, "session") {
+		t.Fatalf("per-owner limit: %v", err)
+	}
+	_, _ = m.Start("b", "x", runner.Spec{})
+	if _, err := m.Start("c", "y", runner.Spec{}); !isLimit(err, "global") {
+		t.Fatalf("global limit: %v", err)
+	}
+	if _, err := m.Get("b", a1.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatal("another owner found a's execution")
+	}
+	s := started[0]
+	s.emit(runner.EventStdout, "hello ")
+	sn := a1.Snapshot(0)
+	if sn.State != StateRunning || len(sn.Events) != 2 || sn.NextSeq != 2 {
+		t.Fatalf("%+v", sn)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		s.emit(runner.EventStdout, "world")
+		s.emit(runner.EventExit, "")
+	}()
+	sn = a1.Wait(context.Background(), 2, true)
+	if sn.State != StateExited || len(sn.Events) != 2 || sn.Events[0].Seq != 3 {
+		t.Fatalf("cursor/wait: %+v", sn)
+	}
+	// The slot is free again.
+	if _, err := m.Start("a", "four", runner.Spec{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a1.Cancel(false); !errors.Is(err, ErrFinished) {
+		t.Fatal("cancelling a finished execution should say so")
+	}
+	if n := m.Sweep(time.Now().Add(2 * time.Minute)); n != 1 {
+		t.Fatalf("sweep freed %d", n)
+	}
+	if _, err := m.Get("a", a1.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatal("a freed execution is still there")
+	}
+}
+
+func isLimit(err error, scope string) bool {
+	var le *LimitError
+	return errors.As(err, &le) && le.Scope == scope
+}
+
+// handle adapts script to runner.Handle (Signal takes a syscall.Signal).
+type handle struct{ *script }

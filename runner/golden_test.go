@@ -1,0 +1,99 @@
+package runner
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// goldenPlans are fixed, host-independent plans covering every mount kind.
+var goldenPlans = map[string]*Plan{
+	"minimal": {
+		Cwd: "/home/u/proj",
+		Mounts: []Mount{
+			{Kind: MountSymlink, Src: "usr/bin", Dst: "/bin"},
+			{Kind: MountDev, Dst: "/dev"},
+			{Kind: MountRO, Src: "/var/cache/srt-mcp/etc", Dst: "/etc"},
+			{Kind: MountProc, Dst: "/proc"},
+			{Kind: MountTmpfs, Dst: "/tmp", Size: 536870912},
+			{Kind: MountRO, Src: "/usr", Dst: "/usr"},
+			{Kind: MountTmpfs, Dst: "/dev/shm", Size: 536870912},
+			{Kind: MountDir, Dst: "/tmp/home"},
+			{Kind: MountRO, Src: "/usr/local/bin/srt-mcp", Dst: SandboxSelf},
+			{Kind: MountRO, Src: "/home/u/proj", Dst: "/home/u/proj"},
+			{Kind: MountRemountRO, Dst: "/dev"},
+			{Kind: MountRemountRO, Dst: "/"},
+		},
+	},
+	"policy": {
+		Cwd: "/home/u/proj",
+		Mounts: []Mount{
+			{Kind: MountRO, Src: "/usr", Dst: "/usr"},
+			{Kind: MountRW, Src: "/home/u/proj", Dst: "/home/u/proj"},
+			{Kind: MountTmpfs, Dst: "/home/u/proj/vault", Size: 4096},
+			{Kind: MountHideFile, Dst: "/home/u/proj/.env"},
+			{Kind: MountRO, Src: "/home/u/proj/.bashrc", Dst: "/home/u/proj/.bashrc"},
+			{Kind: MountRW, Src: "/home/u/proj/.git", Dst: "/home/u/proj/.git"},
+			{Kind: MountRO, Src: "/home/u/proj/.git/hooks", Dst: "/home/u/proj/.git/hooks"},
+			{Kind: MountRO, Src: "/home/u/proj/vault/public", Dst: "/home/u/proj/vault/public"},
+			{Kind: MountRemountRO, Dst: "/home/u/proj/vault"},
+			{Kind: MountRemountRO, Dst: "/"},
+		},
+		Protected: []string{"/home/u/proj/.bashrc", "/home/u/proj/.git/hooks"},
+	},
+}
+
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./runner -run Golden -update)", err)
+	}
+	if string(want) != got {
+		t.Fatalf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestGoldenBwrapArgs(t *testing.T) {
+	for name, plan := range goldenPlans {
+		for _, asPID1 := range []bool{false, true} {
+			suffix := ""
+			if asPID1 {
+				suffix = "-pid1"
+			}
+			args := BwrapArgs(plan, BwrapOptions{JSONStatusFD: 5, Command: []string{SandboxSelf, ModeExec}, AsPID1: asPID1})
+			checkGolden(t, name+suffix+".bwrap", strings.Join(args, "\n")+"\n")
+		}
+	}
+}
+
+func TestGoldenSeatbelt(t *testing.T) {
+	for name, plan := range goldenPlans {
+		checkGolden(t, name+".sb", SeatbeltProfile(plan, SeatbeltOptions{TmpDir: "/private/var/folders/xy/T/srt-mcp-1", ProxyPorts: []int{41000}}))
+	}
+}
+
+// TestBwrapPosture pins the non-negotiable options independent of goldens.
+func TestBwrapPosture(t *testing.T) {
+	args := strings.Join(BwrapArgs(goldenPlans["minimal"], BwrapOptions{Command: []string{"x"}}), " ")
+	for _, want := range []string{"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+		"--unshare-cgroup", "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop ALL", "--remount-ro /"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("bwrap argv lacks %q", want)
+		}
+	}
+	if strings.Contains(args, "--ro-bind / /") || strings.Contains(args, "--bind / /") {
+		t.Error("the host root must not be bound")
+	}
+}

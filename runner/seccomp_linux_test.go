@@ -1,0 +1,93 @@
+package runner
+
+import (
+	"encoding/binary"
+	"runtime"
+	"testing"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// seccompInput builds a seccomp_data as golang.org/x/net/bpf's VM reads it:
+// the VM loads words big-endian while the kernel's seccomp_data is native
+// (little-endian), so each 32-bit field is stored big-endian at the offset
+// the little-endian layout gives it (an argument's low word first).
+func seccompInput(arch, nr uint32, args ...uint64) []byte {
+	b := make([]byte, 64)
+	binary.BigEndian.PutUint32(b[0:], nr)
+	binary.BigEndian.PutUint32(b[4:], arch)
+	for i, a := range args {
+		binary.BigEndian.PutUint32(b[16+8*i:], uint32(a))
+		binary.BigEndian.PutUint32(b[20+8*i:], uint32(a>>32))
+	}
+	return b
+}
+
+func TestSeccompProgram(t *testing.T) {
+	raw, err := seccompProgram()
+	if err != nil {
+		t.Skip(err)
+	}
+	insts, ok := bpf.Disassemble(raw)
+	if !ok {
+		t.Fatal("the program does not disassemble")
+	}
+	vm, err := bpf.NewVM(insts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch, _ := auditArch()
+	eperm := int(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	enosys := int(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS))
+	allow := int(unix.SECCOMP_RET_ALLOW)
+	kill := int(unix.SECCOMP_RET_KILL_PROCESS)
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want int
+	}{
+		{"socket(AF_UNIX)", seccompInput(arch, unix.SYS_SOCKET, unix.AF_UNIX, unix.SOCK_STREAM), eperm},
+		{"socket(AF_UNIX) with high bits", seccompInput(arch, unix.SYS_SOCKET, 1<<32|unix.AF_UNIX), eperm},
+		{"socket(AF_VSOCK)", seccompInput(arch, unix.SYS_SOCKET, unix.AF_VSOCK), eperm},
+		{"socket(AF_PACKET)", seccompInput(arch, unix.SYS_SOCKET, unix.AF_PACKET), eperm},
+		{"socket(AF_INET)", seccompInput(arch, unix.SYS_SOCKET, unix.AF_INET), allow},
+		{"socket(AF_INET6)", seccompInput(arch, unix.SYS_SOCKET, unix.AF_INET6), allow},
+		{"socketpair(AF_UNIX)", seccompInput(arch, unix.SYS_SOCKETPAIR, unix.AF_UNIX), allow},
+		{"clone(CLONE_NEWUSER)", seccompInput(arch, unix.SYS_CLONE, unix.CLONE_NEWUSER|uint64(unix.SIGCHLD)), eperm},
+		{"clone(CLONE_NEWNET)", seccompInput(arch, unix.SYS_CLONE, unix.CLONE_NEWNET), eperm},
+		{"clone(thread)", seccompInput(arch, unix.SYS_CLONE, unix.CLONE_VM|unix.CLONE_FS|unix.CLONE_FILES|unix.CLONE_SIGHAND|unix.CLONE_THREAD), allow},
+		{"clone3", seccompInput(arch, unix.SYS_CLONE3), enosys},
+		{"unshare(CLONE_NEWNS)", seccompInput(arch, unix.SYS_UNSHARE, unix.CLONE_NEWNS), eperm},
+		{"unshare(CLONE_FILES)", seccompInput(arch, unix.SYS_UNSHARE, unix.CLONE_FILES), allow},
+		{"setns", seccompInput(arch, unix.SYS_SETNS), eperm},
+		{"ioctl(TIOCSTI)", seccompInput(arch, unix.SYS_IOCTL, 0, unix.TIOCSTI), eperm},
+		{"ioctl(TIOCSTI) with high bits", seccompInput(arch, unix.SYS_IOCTL, 0, 1<<40|unix.TIOCSTI), eperm},
+		{"ioctl(TCGETS)", seccompInput(arch, unix.SYS_IOCTL, 0, unix.TCGETS), allow},
+		{"mount", seccompInput(arch, unix.SYS_MOUNT), eperm},
+		{"ptrace", seccompInput(arch, unix.SYS_PTRACE), eperm},
+		{"process_vm_readv", seccompInput(arch, unix.SYS_PROCESS_VM_READV), eperm},
+		{"bpf", seccompInput(arch, unix.SYS_BPF), eperm},
+		{"keyctl", seccompInput(arch, unix.SYS_KEYCTL), eperm},
+		{"io_uring_setup", seccompInput(arch, unix.SYS_IO_URING_SETUP), eperm},
+		{"perf_event_open", seccompInput(arch, unix.SYS_PERF_EVENT_OPEN), eperm},
+		{"userfaultfd", seccompInput(arch, unix.SYS_USERFAULTFD), eperm},
+		{"openat", seccompInput(arch, unix.SYS_OPENAT), allow},
+		{"read", seccompInput(arch, unix.SYS_READ), allow},
+		{"execve", seccompInput(arch, unix.SYS_EXECVE), allow},
+		{"foreign arch", seccompInput(unix.AUDIT_ARCH_I386, unix.SYS_READ), kill},
+	} {
+		got, err := vm.Run(tc.in)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got != tc.want {
+			t.Errorf("%s: got %#x, want %#x", tc.name, got, tc.want)
+		}
+	}
+	if runtime.GOARCH == "amd64" {
+		if got, _ := vm.Run(seccompInput(arch, 0x40000000|unix.SYS_READ)); got != enosys {
+			t.Errorf("x32 syscall: got %#x, want ENOSYS", got)
+		}
+	}
+}
