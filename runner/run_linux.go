@@ -47,6 +47,7 @@ type bwrapProc struct {
 	res       procResult
 	ptmx      *os.File
 	listeners []*os.File
+	cgroup    *sandboxCgroup
 }
 
 func (p *bwrapProc) terminal() *os.File { return p.ptmx }
@@ -169,9 +170,36 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		}
 	}()
 
+	// As root, RLIMIT_NPROC does not apply: the sandbox goes into a cgroup
+	// of its own (see cgroup_linux.go). PID 1 is moved as soon as bwrap
+	// names it, while bwrap is still building the mounts: a move can wait
+	// for an RCU grace period, and this hides most of it. The exec stage
+	// PID 1 forks later inherits the cgroup.
+	type cgResult struct {
+		pid1 int
+		cg   *sandboxCgroup
+		err  error
+	}
+	cgCh := make(chan cgResult, 1)
+	go func() {
+		res := cgResult{pid1: <-pidCh}
+		if res.pid1 > 0 {
+			res.cg, res.err = newSandboxCgroup(r.spec.ID+"-"+strconv.Itoa(res.pid1), r.spec.Policy.Limits)
+			if res.cg != nil && res.err == nil {
+				res.err = res.cg.add(res.pid1)
+			}
+		}
+		cgCh <- res
+	}()
 	abort := func(e *Error) (sandboxProc, error) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		select {
+		case res := <-cgCh:
+			res.cg.remove()
+		default:
+		}
+		p.cgroup.remove()
 		conn.close()
 		<-diagDone
 		if d := strings.TrimSpace(p.diag.String()); d != "" {
@@ -214,15 +242,33 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		p.listeners = rest[:2]
 	}
 	defer execStatus.Close()
+	var res cgResult
 	select {
-	case p.pid1 = <-pidCh:
+	case res = <-cgCh:
 	case <-time.After(time.Until(deadline)):
 	}
+	p.pid1, p.cgroup = res.pid1, res.cg
 	if p.pid1 <= 0 {
 		return abort(errorf(ErrCodeVerification, "bwrap did not report the sandbox's pid"))
 	}
+	if res.err != nil {
+		return abort(errorf(ErrCodeLimitUnenforced, "cgroup for the sandbox's limits: %v", res.err))
+	}
 	if p.pidNS, err = checkNamespaces(p.pid1); err != nil {
 		return abort(errorf(ErrCodeVerification, "%v; refusing to run unsandboxed", err))
+	}
+	if p.cgroup != nil {
+		// The exec stage, PID 1's one child, must be in the cgroup: it is
+		// when it was forked after PID 1 moved; else move it now.
+		kids := children(p.pid1)
+		if len(kids) != 1 {
+			return abort(errorf(ErrCodeVerification, "expected one process under the sandbox's PID 1, found %d", len(kids)))
+		}
+		if !p.cgroup.contains(kids[0]) {
+			if err := p.cgroup.add(kids[0]); err != nil {
+				return abort(errorf(ErrCodeLimitUnenforced, "%v", err))
+			}
+		}
 	}
 	tr("ns-checked")
 	if err := conn.send(initMsg{T: initMsgGo}); err != nil {
@@ -246,12 +292,14 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		}
 		_ = cmd.Wait()
 		<-diagDone
+		p.cgroup.remove()
 		return nil, &Error{Code: em.Code, Message: em.Message}
 	}
 
 	go func() {
 		werr := cmd.Wait()
 		tr("bwrap-exit")
+		p.cgroup.remove()
 		<-statusDone
 		tr("status-eof")
 		<-diagDone
