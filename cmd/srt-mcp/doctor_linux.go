@@ -55,13 +55,14 @@ func hostChecks() []check {
 		out = append(out, check{Name: "landlock", Status: "warn", Detail: "not available: srt-mcp's own non-dumpable PID 1 is used instead (about 3 ms slower per run)", Fix: "boot with lsm=landlock,... (kernel 5.13+) for faster starts"})
 	}
 
-	var sfs unix.Statfs_t
-	cg2 := unix.Statfs("/sys/fs/cgroup", &sfs) == nil && sfs.Type == unix.CGROUP2_SUPER_MAGIC
-	detail := "RLIMIT_AS per process, RLIMIT_NPROC counted inside the sandbox's user namespace"
-	if cg2 {
-		detail += " (cgroup v2 is mounted, but srt-mcp does not use it yet for a whole-sandbox memory total)"
-	} else {
-		detail += " (no cgroup v2 at /sys/fs/cgroup: this host uses cgroup v1 or hybrid)"
+	var detail string
+	switch runner.CgroupMode() {
+	case "v2":
+		detail = "cgroup v2 per sandbox (pids.max, memory.max for the whole sandbox), plus RLIMIT_AS per process"
+	case "v1":
+		detail = "cgroup v1 per sandbox (pids and memory hierarchies), plus RLIMIT_AS per process"
+	default:
+		detail = "RLIMIT_NPROC counted inside the sandbox's user namespace and RLIMIT_AS per process (cgroups are used when srt-mcp runs as root)"
 	}
 	out = append(out, check{Name: "memory and process limits", Status: "ok", Detail: detail})
 	return out
