@@ -246,3 +246,47 @@ func TestMCPHTTPGuards(t *testing.T) {
 		t.Fatalf("0.0.0.0 without a token: want exit 2 naming --token, got %v %s", err, out)
 	}
 }
+
+// TestMCPSessionlessCancelCannotHitOthers: mcp-go keys in-flight requests by
+// session id and request id, and 2026-07-28 requests have no session, so a
+// sessionless notifications/cancelled could cancel another client's call
+// with the same id. srt-mcp drops such notifications (a modern client
+// cancels by disconnecting).
+func TestMCPSessionlessCancelCannotHitOthers(t *testing.T) {
+	s := startServe(t)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"a","version":"1"}}`
+	call := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_code","arguments":{"command":"sleep 1.5; echo finished"},` + meta + `}}`
+	done := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", s.url, strings.NewReader(call))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "execute_code")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- string(b)
+	}()
+	time.Sleep(500 * time.Millisecond)
+	req, _ := http.NewRequest("POST", s.url, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"attack"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("sessionless cancel: want 202, got %d", resp.StatusCode)
+	}
+	out := <-done
+	if !strings.Contains(out, "finished") || !strings.Contains(out, `"status":"completed"`) {
+		t.Fatalf("another client's sessionless cancel reached the call: %s", out)
+	}
+}
