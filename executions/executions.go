@@ -291,18 +291,30 @@ func (e *Execution) State() State {
 	return e.state
 }
 
-// SendStdin writes data to the command's stdin.
-func (e *Execution) SendStdin(data []byte) error {
+// live returns the runner handle of an execution that can still take
+// input or be cancelled.
+func (e *Execution) live() (runner.Handle, error) {
 	e.mu.Lock()
 	h, st := e.handle, e.state
 	e.mu.Unlock()
 	if st.Done() {
-		return ErrFinished
+		return nil, ErrFinished
 	}
 	if h == nil {
-		return errors.New("the execution is still starting; retry")
+		return nil, errStarting
 	}
-	_, err := h.Write(data)
+	return h, nil
+}
+
+var errStarting = errors.New("the execution is still starting; retry")
+
+// SendStdin writes data to the command's stdin.
+func (e *Execution) SendStdin(data []byte) error {
+	h, err := e.live()
+	if err != nil {
+		return err
+	}
+	_, err = h.Write(data)
 	if errors.Is(err, runner.ErrExited) {
 		return ErrFinished
 	}
@@ -311,25 +323,18 @@ func (e *Execution) SendStdin(data []byte) error {
 
 // CloseStdin ends the command's input (^D on a terminal).
 func (e *Execution) CloseStdin() error {
-	e.mu.Lock()
-	h, st := e.handle, e.state
-	e.mu.Unlock()
-	if st.Done() {
-		return ErrFinished
-	}
-	if h == nil {
-		return errors.New("the execution is still starting; retry")
+	h, err := e.live()
+	if err != nil {
+		return err
 	}
 	return h.CloseStdin()
 }
 
 // Cancel ends the execution: SIGTERM, grace, SIGKILL; or SIGKILL at once.
 func (e *Execution) Cancel(force bool) error {
-	e.mu.Lock()
-	h, st := e.handle, e.state
-	e.mu.Unlock()
-	if st.Done() {
-		return ErrFinished
+	h, err := e.live()
+	if errors.Is(err, ErrFinished) {
+		return err
 	}
 	if h != nil {
 		h.Cancel(force)

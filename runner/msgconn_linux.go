@@ -31,18 +31,25 @@ func newMsgConn(f *os.File) (*msgConn, error) {
 	return &msgConn{c: uc}, nil
 }
 
-func (m *msgConn) send(msg initMsg, files ...*os.File) error {
-	b, err := json.Marshal(msg)
-	if err != nil {
-		return err
+// encodeMsg is one datagram: the JSON message and its fds as SCM_RIGHTS.
+func encodeMsg(msg initMsg, files []*os.File) (b, oob []byte, err error) {
+	if b, err = json.Marshal(msg); err != nil {
+		return nil, nil, err
 	}
-	var oob []byte
 	if len(files) > 0 {
 		fds := make([]int, len(files))
 		for i, f := range files {
 			fds[i] = int(f.Fd())
 		}
 		oob = unix.UnixRights(fds...)
+	}
+	return b, oob, nil
+}
+
+func (m *msgConn) send(msg initMsg, files ...*os.File) error {
+	b, oob, err := encodeMsg(msg, files)
+	if err != nil {
+		return err
 	}
 	_, _, err = m.c.WriteMsgUnix(b, oob, nil)
 	return err
@@ -95,17 +102,9 @@ func (m *msgConn) close() { m.c.Close() }
 type rawConn int
 
 func (c rawConn) send(msg initMsg, files ...*os.File) error {
-	b, err := json.Marshal(msg)
+	b, oob, err := encodeMsg(msg, files)
 	if err != nil {
 		return err
-	}
-	var oob []byte
-	if len(files) > 0 {
-		fds := make([]int, len(files))
-		for i, f := range files {
-			fds[i] = int(f.Fd())
-		}
-		oob = unix.UnixRights(fds...)
 	}
 	return unix.Sendmsg(int(c), b, oob, nil, 0)
 }

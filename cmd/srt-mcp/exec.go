@@ -17,7 +17,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/srt-mcp/srt-mcp/policy"
-	"github.com/srt-mcp/srt-mcp/profiles"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
@@ -179,39 +178,10 @@ func describeViolation(v *runner.Violation) string {
 // execSpec builds the runner spec from the profile, the settings file and
 // the flags, in that order.
 func execSpec(c *cli.Context, argv []string) (*runner.Spec, error) {
-	p, err := profiles.Get("exec")
+	p, add, err := policyFromFlags(c, "exec")
 	if err != nil {
 		return nil, err
 	}
-	if f := c.String("settings"); f != "" {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("--settings: %v", err)
-		}
-		sp, err := policy.ParseSettings(data)
-		if err != nil {
-			return nil, fmt.Errorf("--settings %s: %v", f, err)
-		}
-		p = policy.Merge(p, sp)
-	}
-	var add policy.Policy
-	add.Network.AllowedDomains = c.StringSlice("allow-domain")
-	add.Network.DeniedDomains = c.StringSlice("deny-domain")
-	add.Network.AllowedIPRanges = c.StringSlice("allow-ip-range")
-	for _, kv := range c.StringSlice("resolve") {
-		host, ip, ok := strings.Cut(kv, "=")
-		if !ok || host == "" {
-			return nil, fmt.Errorf("--resolve %q: use HOST=IP", kv)
-		}
-		if add.Network.Hosts == nil {
-			add.Network.Hosts = map[string]string{}
-		}
-		add.Network.Hosts[host] = ip
-	}
-	add.Filesystem.AllowRead = c.StringSlice("allow-read")
-	add.Filesystem.DenyRead = c.StringSlice("deny-read")
-	add.Filesystem.AllowWrite = c.StringSlice("allow-write")
-	add.Filesystem.DenyWrite = c.StringSlice("deny-write")
 	add.Limits.Timeout = policy.Duration(c.Duration("timeout"))
 	add.Limits.MaxProcesses = c.Int("max-procs")
 	for flag, dst := range map[string]*int64{"max-memory": &add.Limits.MaxMemoryBytes, "max-output": &add.Limits.MaxOutputBytes, "max-file-size": &add.Limits.MaxFileSizeBytes} {

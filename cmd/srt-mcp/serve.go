@@ -3,14 +3,12 @@ package main
 import (
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/srt-mcp/srt-mcp/policy"
-	"github.com/srt-mcp/srt-mcp/profiles"
 )
 
 var serveCommand = &cli.Command{
@@ -51,37 +49,10 @@ A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) unless --insecure-no
 // serveCeiling builds the operator's ceiling from the serve profile, a
 // settings file, and the flags.
 func serveCeiling(c *cli.Context) (policy.Policy, error) {
-	p, err := profiles.Get("serve")
+	p, add, err := policyFromFlags(c, "serve")
 	if err != nil {
 		return p, err
 	}
-	if f := c.String("settings"); f != "" {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return p, fmt.Errorf("--settings: %v", err)
-		}
-		sp, err := policy.ParseSettings(data)
-		if err != nil {
-			return p, fmt.Errorf("--settings %s: %v", f, err)
-		}
-		p = policy.Merge(p, sp)
-	}
-	var add policy.Policy
-	add.Network.AllowedDomains = c.StringSlice("allow-domain")
-	add.Network.DeniedDomains = c.StringSlice("deny-domain")
-	add.Network.AllowedIPRanges = c.StringSlice("allow-ip-range")
-	for _, kv := range c.StringSlice("resolve") {
-		host, ip, ok := strings.Cut(kv, "=")
-		if !ok {
-			return p, fmt.Errorf("--resolve %q: use HOST=IP", kv)
-		}
-		if add.Network.Hosts == nil {
-			add.Network.Hosts = map[string]string{}
-		}
-		add.Network.Hosts[host] = ip
-	}
-	add.Filesystem.AllowRead = c.StringSlice("allow-read")
-	add.Filesystem.AllowWrite = c.StringSlice("allow-write")
 	for _, p := range append(append([]string{}, add.Filesystem.AllowRead...), add.Filesystem.AllowWrite...) {
 		if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") {
 			return policy.Policy{}, fmt.Errorf("--allow-read/--allow-write %q: the server has no meaningful working directory; give an absolute path", p)

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/profiles"
+)
+
+// policyFromFlags builds a policy the way exec and serve both do: the named
+// built-in profile, then --settings, then the flags they share (domains,
+// address ranges, pinned hosts, paths). The caller adds its own limits.
+func policyFromFlags(c *cli.Context, profile string) (policy.Policy, policy.Policy, error) {
+	p, err := profiles.Get(profile)
+	if err != nil {
+		return p, policy.Policy{}, err
+	}
+	if f := c.String("settings"); f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return p, policy.Policy{}, fmt.Errorf("--settings: %v", err)
+		}
+		sp, err := policy.ParseSettings(data)
+		if err != nil {
+			return p, policy.Policy{}, fmt.Errorf("--settings %s: %v", f, err)
+		}
+		p = policy.Merge(p, sp)
+	}
+	var add policy.Policy
+	add.Network.AllowedDomains = c.StringSlice("allow-domain")
+	add.Network.DeniedDomains = c.StringSlice("deny-domain")
+	add.Network.AllowedIPRanges = c.StringSlice("allow-ip-range")
+	for _, kv := range c.StringSlice("resolve") {
+		host, ip, ok := strings.Cut(kv, "=")
+		if !ok || host == "" {
+			return p, add, fmt.Errorf("--resolve %q: use HOST=IP", kv)
+		}
+		if add.Network.Hosts == nil {
+			add.Network.Hosts = map[string]string{}
+		}
+		add.Network.Hosts[host] = ip
+	}
+	add.Filesystem.AllowRead = c.StringSlice("allow-read")
+	add.Filesystem.AllowWrite = c.StringSlice("allow-write")
+	add.Filesystem.DenyRead = c.StringSlice("deny-read") // exec only; nil for serve
+	add.Filesystem.DenyWrite = c.StringSlice("deny-write")
+	return p, add, nil
+}
