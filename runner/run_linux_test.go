@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -298,14 +299,22 @@ func waitFor(t *testing.T, c *collector, text string) {
 	for time.Now().Before(deadline) {
 		c.mu.Lock()
 		var all []byte
+		ended := false
 		for _, e := range c.events {
 			all = append(all, e.Data...)
+			ended = ended || e.Terminal()
 		}
+		events := fmt.Sprintf("%+v", c.events)
 		c.mu.Unlock()
 		if bytes.Contains(all, []byte(text)) {
 			return
 		}
+		if ended {
+			t.Fatalf("the run ended before printing %q: %s", text, events)
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("timed out waiting for %q", text)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.Fatalf("timed out waiting for %q: %+v", text, c.events)
 }
