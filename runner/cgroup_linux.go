@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -30,17 +31,33 @@ type sandboxCgroup struct {
 }
 
 // CgroupMode reports the mechanism runs get on this host: "v2", "v1", or
-// "" when cgroups are not usable (not root, or not mounted).
+// "" when cgroups are not usable (not root, not mounted, or read-only as in
+// many containers; then only the rlimits apply, and doctor says so).
 func CgroupMode() string {
+	cgroupOnce.Do(func() { cgroupMode = detectCgroupMode() })
+	return cgroupMode
+}
+
+var (
+	cgroupOnce sync.Once
+	cgroupMode string
+)
+
+func detectCgroupMode() string {
 	if os.Geteuid() != 0 {
 		return ""
 	}
 	var st unix.Statfs_t
 	if unix.Statfs(cgroupRoot, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
-		return "v2"
+		if os.MkdirAll(filepath.Join(cgroupRoot, "srt-mcp"), 0o755) == nil {
+			return "v2"
+		}
+		return ""
 	}
 	if _, err := os.Stat(filepath.Join(cgroupRoot, "pids", "cgroup.procs")); err == nil {
-		return "v1"
+		if os.MkdirAll(filepath.Join(cgroupRoot, "pids", "srt-mcp"), 0o755) == nil {
+			return "v1"
+		}
 	}
 	return ""
 }

@@ -63,6 +63,12 @@ func hostChecks() []check {
 		detail = "cgroup v1 per sandbox (pids and memory hierarchies), plus RLIMIT_AS per process"
 	default:
 		detail = "RLIMIT_NPROC counted inside the sandbox's user namespace and RLIMIT_AS per process (cgroups are used when srt-mcp runs as root)"
+		if os.Geteuid() == 0 {
+			out = append(out, check{Name: "memory and process limits", Status: "warn",
+				Detail: "running as root without a writable cgroup hierarchy: the kernel exempts uid 0 from RLIMIT_NPROC, so a fork bomb is not bounded",
+				Fix:    "run srt-mcp as an unprivileged user, or give it a writable /sys/fs/cgroup"})
+			return out
+		}
 	}
 	out = append(out, check{Name: "memory and process limits", Status: "ok", Detail: detail})
 	return out
