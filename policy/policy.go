@@ -13,6 +13,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -118,6 +119,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	var secs float64
 	if _, err := fmt.Sscanf(s, "%g", &secs); err != nil {
 		return fmt.Errorf("invalid duration %s: use a number of seconds or a string like \"30s\"", s)
+	}
+	if math.IsNaN(secs) || math.IsInf(secs, 0) || secs*float64(time.Second) >= math.MaxInt64 || secs*float64(time.Second) <= math.MinInt64 {
+		return fmt.Errorf("invalid duration %s: too large; use at most %d seconds", s, int64(math.MaxInt64/int64(time.Second)))
 	}
 	*d = Duration(secs * float64(time.Second))
 	return nil

@@ -3,7 +3,9 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 )
@@ -81,15 +83,15 @@ func parseNetwork(raw json.RawMessage, n *Network) error {
 		v, field := obj[k], "network."+k
 		switch k {
 		case "allowedDomains", "allowed_domains":
-			if err := strictUnmarshal(v, &n.AllowedDomains, field); err != nil {
+			if err := appendList(v, &n.AllowedDomains, field); err != nil {
 				return err
 			}
 		case "deniedDomains", "denied_domains":
-			if err := strictUnmarshal(v, &n.DeniedDomains, field); err != nil {
+			if err := appendList(v, &n.DeniedDomains, field); err != nil {
 				return err
 			}
 		case "allowedIpRanges", "allowed_ip_ranges":
-			if err := strictUnmarshal(v, &n.AllowedIPRanges, field); err != nil {
+			if err := appendList(v, &n.AllowedIPRanges, field); err != nil {
 				return err
 			}
 		case "hosts":
@@ -215,6 +217,10 @@ func decodeObject(raw json.RawMessage, field string) (map[string]json.RawMessage
 			line, col := lineCol(raw, se.Offset)
 			return nil, settingsErr(field, fmt.Sprintf("malformed JSON at line %d, column %d: %v", line, col, se))
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			line, _ := lineCol(raw, int64(len(raw))+1)
+			return nil, settingsErr(field, fmt.Sprintf("malformed JSON: the file ends early at line %d; close every { and [", line))
+		}
 		if field == "" {
 			return nil, settingsErr("", "the settings file must be a JSON object: "+err.Error())
 		}
@@ -239,7 +245,8 @@ func asSyntax(err error, se **json.SyntaxError) bool {
 
 func lineCol(b []byte, off int64) (int, int) {
 	line, col := 1, 1
-	for i := int64(0); i < off && i < int64(len(b)); i++ {
+	// The error is at the byte before Offset (Offset bytes were read).
+	for i := int64(0); i < off-1 && i < int64(len(b)); i++ {
 		if b[i] == '\n' {
 			line, col = line+1, 1
 		} else {
@@ -257,6 +264,17 @@ func strictUnmarshal(raw json.RawMessage, v any, field string) error {
 		msg = strings.TrimPrefix(msg, "json: ")
 		return settingsErr(field, "invalid value: "+msg)
 	}
+	return nil
+}
+
+// appendList adds a JSON list of strings to dst: srt's camelCase and
+// srt-mcp's snake_case spellings of one key both count.
+func appendList(raw json.RawMessage, dst *[]string, field string) error {
+	var items []string
+	if err := strictUnmarshal(raw, &items, field); err != nil {
+		return err
+	}
+	*dst = append(*dst, items...)
 	return nil
 }
 
