@@ -40,13 +40,18 @@ type Config struct {
 	MaxWait time.Duration
 	Logger  *slog.Logger
 	Version string
+	// Data enables seed 000's data-session tools when Data.Sessions is set.
+	Data DataConfig
+	// Hide are host paths no sandbox may see (the state directory).
+	Hide []string
 }
 
 // Server holds the MCP server and the executions it serves.
 type Server struct {
-	cfg Config
-	mgr *executions.Manager
-	mcp *server.MCPServer
+	cfg  Config
+	mgr  *executions.Manager
+	mcp  *server.MCPServer
+	data *DataConfig
 }
 
 // New builds the MCP server with the seven execution tools.
@@ -78,6 +83,7 @@ func New(cfg Config, mgr *executions.Manager) *Server {
 	})
 	s.mcp = server.NewMCPServer("srt-mcp", cfg.Version,
 		server.WithToolCapabilities(false),
+		server.WithResourceCapabilities(false, false),
 		server.WithRecovery(),
 		server.WithHooks(hooks),
 		server.WithInstructions("Run commands and code in an OS sandbox (bubblewrap on Linux). "+
@@ -86,6 +92,7 @@ func New(cfg Config, mgr *executions.Manager) *Server {
 			"private /tmp must be requested in sandbox_config and is limited to what the operator allows."),
 	)
 	s.addTools()
+	s.addDataTools(cfg.Data)
 	return s
 }
 

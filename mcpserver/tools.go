@@ -26,6 +26,7 @@ type execArgs struct {
 	Environment       map[string]string `json:"environment,omitempty"`
 	SandboxConfig     *sandboxConfig    `json:"sandbox_config,omitempty"`
 	WaitForCompletion *bool             `json:"wait_for_completion,omitempty"`
+	SessionID         string            `json:"session_id,omitempty"`
 }
 
 type sandboxConfig struct {
@@ -63,7 +64,8 @@ func execSchema(async bool) json.RawMessage {
     "command": {"type": "string", "description": "Shell command to run (bash -c), e.g. \"python3 -c 'print(1)'\" or \"ls -la && cat file\"."},
     "timeout_seconds": {"type": "number", "default": 60, "description": "Wall-clock limit; the command gets SIGTERM, then SIGKILL. At most the operator's maximum."},
     "interactive": {"type": "boolean", "default": false, "description": "Run on a pseudo-terminal (for prompts and REPLs); answer with send_stdin."},
-    "working_directory": {"type": "string", "default": "/tmp", "description": "Directory to start in: /tmp (the sandbox's private, writable scratch space) or an absolute host path the operator allows."},
+    "working_directory": {"type": "string", "default": "/tmp", "description": "Directory to start in: /tmp (the sandbox's private, writable scratch space), /mnt/data with a session_id, or an absolute host path the operator allows."},
+    "session_id": {"type": "string", "description": "A data session (sess_ + 12 hex digits, as from upload_file or run_python): its files are mounted read-write at /mnt/data, which becomes the default working directory. One run per session at a time."},
     "environment": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Environment variables to set. Nothing of the server's environment is passed."},
     "sandbox_config": ` + sandboxConfigSchema + wait + `
   },
@@ -321,8 +323,35 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 			}
 			return toolError("invalid_arguments", err.Error()), nil
 		}
+		var ss *executions.Session
+		if a.SessionID != "" {
+			if s.data == nil {
+				return toolError("invalid_arguments", "this server has no data sessions; omit session_id"), nil
+			}
+			if ss, _, err = s.data.Sessions.GetOrCreate(a.SessionID); err == nil {
+				err = ss.Acquire()
+			}
+			if err != nil {
+				var se *executions.SessionError
+				if errors.As(err, &se) {
+					return toolError(se.Code, se.Message), nil
+				}
+				return toolError("internal_error", err.Error()), nil
+			}
+			spec.Mounts = []runner.ExtraMount{{Src: ss.Workspace, Dst: executions.WorkspaceMount, Writable: true}}
+			if a.WorkingDirectory == "" {
+				spec.Cwd = executions.WorkspaceMount
+			}
+		}
 		owner := ownerFrom(ctx)
 		e, err := s.mgr.Start(owner, a.Command, spec)
+		if ss != nil {
+			if err != nil {
+				ss.Release()
+			} else {
+				go func() { <-e.Done(); ss.Release() }()
+			}
+		}
 		if err != nil {
 			var le *executions.LimitError
 			if errors.As(err, &le) {
@@ -427,7 +456,7 @@ func (s *Server) specFor(a execArgs) (runner.Spec, error) {
 	if err != nil {
 		return runner.Spec{}, err
 	}
-	if !policy.Within(cwd, "/tmp") {
+	if !policy.Within(cwd, "/tmp") && !(a.SessionID != "" && policy.Within(cwd, executions.WorkspaceMount)) {
 		roots := append(append([]string(nil), s.cfg.Ceiling.Filesystem.AllowRead...), s.cfg.Ceiling.Filesystem.AllowWrite...)
 		ok := false
 		for _, r := range roots {
@@ -461,6 +490,7 @@ func (s *Server) specFor(a execArgs) (runner.Spec, error) {
 		Stdin:      stdin,
 		Ceiling:    ceil,
 		PrivateCwd: true,
+		Hide:       s.cfg.Hide,
 	}, nil
 }
 

@@ -97,6 +97,8 @@ type PlanInput struct {
 	// PrivateCwd makes a Cwd under /tmp a directory of the sandbox's own
 	// /tmp, created empty, even if the host has that path.
 	PrivateCwd bool
+	// Hide are host paths hidden whatever the rules say.
+	Hide []string
 	// EtcDir, when set, is a mirror of the SystemEtc entries (see EtcView)
 	// bound at /etc in one mount instead of one mount per entry. It is not
 	// used when an allow entry lands inside /etc.
@@ -158,6 +160,14 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		in.Home = "/"
 	}
 	r := &resolver{in: in}
+	for _, m := range in.Extra {
+		if policy.Within(filepath.Clean(in.Cwd), filepath.Clean(m.Dst)) {
+			// A directory of an extra mount (a session's /mnt/data): a
+			// sandbox path, checked when the sandbox enters it.
+			plan := &Plan{Cwd: filepath.Clean(in.Cwd)}
+			return r.finish(plan, plan.Cwd)
+		}
+	}
 	if r.privateCwd(filepath.Clean(in.Cwd)) {
 		// A directory of the sandbox's own /tmp: nothing of the host.
 		plan := &Plan{Cwd: filepath.Clean(in.Cwd)}
@@ -258,6 +268,17 @@ func (r *resolver) finish(plan *Plan, cwd string) (*Plan, error) {
 type resolver struct {
 	in      PlanInput
 	scanned int
+	hidden  []string // canonical paths no rule may expose
+}
+
+// hiddenBy returns the hidden path p lies in, or "".
+func (r *resolver) hiddenBy(p string) string {
+	for _, h := range r.hidden {
+		if policy.Within(p, h) {
+			return h
+		}
+	}
+	return ""
 }
 
 func (r *resolver) host(p string) string {
@@ -342,8 +363,21 @@ func (r *resolver) systemRules() []rule {
 func (r *resolver) userRules(cwd string, plan *Plan) ([]rule, error) {
 	// The working directory is visible read-only, except "/": running from
 	// the root must not expose the whole host.
+	// srt-mcp's cache of the sandbox's /etc and the paths the caller hides
+	// (the server's state directory) stay out of reach even when a policy
+	// exposes a directory above them; no entry may name what is inside.
+	r.hidden = nil
+	hide := append([]string(nil), r.in.Hide...)
+	if r.in.Root == "" {
+		hide = append(hide, EtcViewRoot())
+	}
+	for _, h := range hide {
+		if canon, err := r.canonical(h); err == nil {
+			r.hidden = append(r.hidden, canon)
+		}
+	}
 	var out []rule
-	if cwd != "/" && !r.privateCwd(cwd) {
+	if cwd != "/" && !r.privateCwd(cwd) && !r.inExtra(cwd) && r.hiddenBy(cwd) == "" {
 		out = append(out, rule{kind: kAllowRead, src: cwd, dst: cwd, isDir: true, field: "cwd"})
 	}
 	add := func(kind ruleKind, name string, entries []string) error {
@@ -378,11 +412,19 @@ func (r *resolver) userRules(cwd string, plan *Plan) ([]rule, error) {
 	for _, e := range fsys.DenyWrite {
 		plan.DenyWriteGlobs = append(plan.DenyWriteGlobs, policy.ExpandPath(e, cwd, r.in.Home))
 	}
-	// srt-mcp's cache of the sandbox's /etc stays out of reach even when a
-	// policy exposes a directory above it.
-	if root := EtcViewRoot(); r.in.Root == "" {
-		if fi, err := os.Stat(root); err == nil && fi.IsDir() {
-			out = append(out, rule{kind: kDenyRead, src: root, dst: root, isDir: true, field: "etc-view"})
+	for _, h := range r.hidden {
+		if fi, err := os.Stat(r.host(h)); err == nil {
+			out = append(out, rule{kind: kDenyRead, src: h, dst: h, isDir: fi.IsDir(), field: "hidden"})
+		}
+	}
+	// The implicit read of the working directory gives way to a deny_read
+	// of it or of a directory above it (an explicit allow_read does not).
+	if len(out) > 0 && out[0].field == "cwd" {
+		for _, ru := range out {
+			if ru.kind == kDenyRead && policy.Within(cwd, ru.dst) {
+				out = out[1:]
+				break
+			}
 		}
 	}
 	for i, m := range r.in.Extra {
@@ -414,6 +456,16 @@ func (r *resolver) userRules(cwd string, plan *Plan) ([]rule, error) {
 // (under its private /tmp) rather than a host directory.
 func (r *resolver) privateCwd(cwd string) bool {
 	return cwd == SandboxTmp || (r.in.PrivateCwd && policy.Within(cwd, SandboxTmp))
+}
+
+// inExtra reports whether p lies inside an extra mount's destination.
+func (r *resolver) inExtra(p string) bool {
+	for _, m := range r.in.Extra {
+		if policy.Within(p, filepath.Clean(m.Dst)) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkCeiling refuses an allow entry that resolved outside the
@@ -490,6 +542,12 @@ func (r *resolver) expand(entry, cwd, field string, kind ruleKind) ([]expanded, 
 		}
 		if reason := checkReserved(canon); reason != "" {
 			return nil, bad(fmt.Sprintf("resolves to %s: %s", canon, reason))
+		}
+		if h := r.hiddenBy(canon); h != "" {
+			if kind == kDenyRead || kind == kDenyWrite {
+				continue // hidden already
+			}
+			return nil, bad(fmt.Sprintf("resolves to %s, inside %s, which srt-mcp keeps out of every sandbox; remove the entry", canon, h))
 		}
 		fi, err := os.Stat(r.host(canon))
 		if err != nil {

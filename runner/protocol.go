@@ -81,6 +81,9 @@ type Spec struct {
 	// Mounts are extra bind mounts decided by the parent (a session's
 	// workspace, for example): host Src appears at Dst in the sandbox.
 	Mounts []ExtraMount `json:"mounts,omitempty"`
+	// Hide are host paths no rule may expose (the server's state directory
+	// with every session's workspace): hidden even under an exposed parent.
+	Hide []string `json:"hide,omitempty"`
 	// Ceiling, when set, bounds which host paths allow_read and allow_write
 	// may resolve to (after symlinks): the operator's ceiling, enforced
 	// again where the path really is.

@@ -167,7 +167,7 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 	}
 	ed := etcDir()
 	tr("etcdir")
-	plan, err := BuildPlan(PlanInput{FS: s.Policy.Filesystem, Cwd: s.Cwd, Home: home, Self: opts.Self, Extra: s.Mounts, TmpBytes: s.Policy.Limits.TmpBytes, EtcDir: ed, Ceiling: s.Ceiling, PrivateCwd: s.PrivateCwd})
+	plan, err := BuildPlan(PlanInput{FS: s.Policy.Filesystem, Cwd: s.Cwd, Home: home, Self: opts.Self, Extra: s.Mounts, TmpBytes: s.Policy.Limits.TmpBytes, EtcDir: ed, Ceiling: s.Ceiling, PrivateCwd: s.PrivateCwd, Hide: s.Hide})
 	tr("planned")
 	if err != nil {
 		return err

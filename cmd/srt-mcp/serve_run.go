@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -37,7 +36,10 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger, err := newLogger(c)
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
 	home, _ := os.UserHomeDir()
 	def := time.Duration(c.Float64("timeout") * float64(time.Second))
 	if max := ceiling.Limits.Timeout.Std(); max > 0 && def > max {
@@ -52,7 +54,38 @@ func runServe(c *cli.Context) error {
 			return runner.StartProcessWith(runnerBin, s, sink)
 		},
 	})
-	srv := mcpserver.New(mcpserver.Config{Ceiling: ceiling, DefaultTimeout: def, Home: home, Logger: logger, Version: version}, mgr)
+	stateDir := c.String("state-dir")
+	if stateDir == "" {
+		stateDir = defaultStateDir(home)
+	}
+	sessions, err := executions.NewSessions(executions.SessionConfig{
+		StateDir: stateDir, TTL: time.Duration(c.Float64("data-session-ttl-minutes") * float64(time.Minute)), Max: c.Int("max-sessions"),
+	})
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("state directory %s: %v", stateDir, err), 1)
+	}
+	defer sessions.Shutdown()
+	if sessions.Recovered > 0 {
+		logger.Info("removed the workspaces a previous server left behind", "state_dir", stateDir, "sessions", sessions.Recovered)
+	}
+	secret, err := mcpserver.LoadOrCreateSecret(c.String("file-secret"), stateDir)
+	if err != nil {
+		return cli.Exit("file-signing secret: "+err.Error(), 1)
+	}
+	baseURL := c.String("public-base-url")
+	if baseURL == "" {
+		baseURL = fmt.Sprintf("http://%s", net.JoinHostPort(c.String("host"), fmt.Sprint(c.Int("port"))))
+	}
+	var signer *mcpserver.FileSigner
+	if !c.Bool("stdio") || c.IsSet("public-base-url") {
+		signer = &mcpserver.FileSigner{Secret: secret, BaseURL: baseURL, TTL: c.Duration("download-ttl")}
+	}
+	srv := mcpserver.New(mcpserver.Config{Ceiling: ceiling, DefaultTimeout: def, Home: home, Logger: logger, Version: version, Hide: []string{stateDir},
+		Data: mcpserver.DataConfig{
+			Sessions: sessions, Python: c.String("python"), ExecTimeout: time.Duration(c.Int("exec-timeout-seconds")) * time.Second,
+			MaxOutputBytes: c.Int64("max-output-bytes"), MaxCodeBytes: c.Int("max-code-bytes"), MaxUploadBytes: c.Int64("max-upload-bytes"),
+			MaxArtifactRead: c.Int64("max-artifact-read-bytes"), Files: signer,
+		}}, mgr)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	defer func() {

@@ -48,8 +48,9 @@ async function main() {
   // tools/list: the seven tools with input and output schemas.
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
-  const want = ["cancel_execution", "execute_code", "execute_code_async", "get_execution_output", "get_execution_status", "list_executions", "send_stdin"];
-  check("tools/list has the seven tools", JSON.stringify(names) === JSON.stringify(want), names);
+  const want = ["cancel_execution", "close_session", "execute_code", "execute_code_async", "get_execution_output", "get_execution_status",
+    "list_artifacts", "list_executions", "read_artifact", "run_python", "send_stdin", "upload_file"];
+  check("tools/list has the seven execution tools and the five data tools", JSON.stringify(names) === JSON.stringify(want), names);
   const ex = tools.find((t) => t.name === "execute_code");
   check("execute_code schema", ex && ex.inputSchema.required?.includes("command") && ex.inputSchema.properties.timeout_seconds?.default === 60 && ex.outputSchema, ex?.inputSchema);
   check("annotations", tools.find((t) => t.name === "list_executions")?.annotations?.readOnlyHint === true && ex?.annotations?.readOnlyHint === false, ex?.annotations);

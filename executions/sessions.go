@@ -1,0 +1,540 @@
+package executions
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// WorkspaceMount is where a session's workspace appears in its sandboxes.
+const WorkspaceMount = "/mnt/data"
+
+// Session errors carry the seed 000 error codes.
+type SessionError struct {
+	Code    string // session_not_found, max_sessions, session_busy, invalid_session_id, ...
+	Message string
+}
+
+func (e *SessionError) Error() string { return e.Code + ": " + e.Message }
+
+func sessErr(code, format string, args ...any) *SessionError {
+	return &SessionError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// SessionConfig bounds the sessions of a server.
+type SessionConfig struct {
+	// StateDir holds one directory per session (its workspace and audit
+	// log). Nothing else of it is visible to any sandbox.
+	StateDir string
+	// TTL closes a session idle for this long (default 30 minutes).
+	TTL time.Duration
+	// Max is the most open sessions (default 10).
+	Max int
+}
+
+// Sessions owns the data sessions: a workspace directory each, mounted at
+// /mnt/data in that session's sandboxes, one run at a time, an idle TTL, a
+// global cap, and an audit log.
+type Sessions struct {
+	cfg   SessionConfig
+	mu    sync.Mutex
+	open  map[string]*Session
+	stop  chan struct{}
+	once  sync.Once
+	onEnd func(s *Session)
+	lock  *os.File // flock held while the server runs
+	// Recovered counts the sessions a previous process left behind, removed
+	// at start-up.
+	Recovered int
+}
+
+// Session is one data session.
+type Session struct {
+	ID        string
+	Dir       string // state/<id>
+	Workspace string // state/<id>/data, mounted at /mnt/data
+	Created   time.Time
+
+	mu       sync.Mutex
+	lastUsed time.Time
+	busy     bool
+	closed   bool
+	audit    *os.File
+}
+
+var sessionIDPattern = regexp.MustCompile(`^sess_[0-9a-f]{12}$`)
+
+// NewSessions prepares the state directory: leftovers of a previous process
+// (its sessions die with it) are removed first.
+func NewSessions(cfg SessionConfig) (*Sessions, error) {
+	if cfg.TTL <= 0 {
+		cfg.TTL = 30 * time.Minute
+	}
+	if cfg.Max <= 0 {
+		cfg.Max = 10
+	}
+	if cfg.StateDir == "" {
+		return nil, errors.New("sessions: no state directory")
+	}
+	root := filepath.Join(cfg.StateDir, "sessions")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	// One server per state directory: the next step deletes what is there.
+	lock, err := os.OpenFile(filepath.Join(cfg.StateDir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("%s is in use by another srt-mcp server; give this one its own --state-dir (SANDBOX_STATE_DIR)", cfg.StateDir)
+	}
+	s := &Sessions{cfg: cfg, open: map[string]*Session{}, stop: make(chan struct{}), lock: lock}
+	if ents, err := os.ReadDir(root); err == nil {
+		for _, e := range ents {
+			if err := os.RemoveAll(filepath.Join(root, e.Name())); err == nil {
+				s.Recovered++
+			}
+		}
+	}
+	go s.sweepLoop()
+	return s, nil
+}
+
+// OnEnd registers a function called when a session closes (to cancel its
+// executions).
+func (s *Sessions) OnEnd(f func(*Session)) { s.onEnd = f }
+
+// NewSessionID returns a fresh sess_<12 hex> id.
+func NewSessionID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "sess_" + hex.EncodeToString(b)
+}
+
+// Get returns an open session.
+func (s *Sessions) Get(id string) (*Session, error) {
+	if !sessionIDPattern.MatchString(id) {
+		return nil, sessErr("session_not_found", "No active session with id %s (session ids look like sess_0123456789ab)", id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.open[id]
+	if !ok {
+		return nil, sessErr("session_not_found", "No active session with id %s", id)
+	}
+	ss.touch()
+	return ss, nil
+}
+
+// GetOrCreate returns the session id, creating it when id is "" (a fresh
+// id) or not open yet.
+func (s *Sessions) GetOrCreate(id string) (*Session, bool, error) {
+	if id == "" {
+		id = NewSessionID()
+	}
+	if !sessionIDPattern.MatchString(id) {
+		return nil, false, sessErr("invalid_session_id", "session_id %q must look like sess_ followed by 12 lowercase hex digits; omit it to get a new one", id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss, ok := s.open[id]; ok {
+		ss.touch()
+		return ss, false, nil
+	}
+	if len(s.open) >= s.cfg.Max {
+		return nil, false, sessErr("max_sessions", "Maximum %d concurrent sessions reached. Close an existing session first.", s.cfg.Max)
+	}
+	dir := filepath.Join(s.cfg.StateDir, "sessions", id)
+	ss := &Session{ID: id, Dir: dir, Workspace: filepath.Join(dir, "data"), Created: time.Now(), lastUsed: time.Now()}
+	if err := os.MkdirAll(ss.Workspace, 0o700); err != nil {
+		return nil, false, err
+	}
+	// The sandbox runs as the server's uid (mapped): the workspace is its.
+	if f, err := os.OpenFile(filepath.Join(dir, "audit.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+		ss.audit = f
+	}
+	s.open[id] = ss
+	return ss, true, nil
+}
+
+// Close ends a session and removes its workspace.
+func (s *Sessions) Close(id string) error {
+	s.mu.Lock()
+	ss, ok := s.open[id]
+	if ok {
+		delete(s.open, id)
+	}
+	s.mu.Unlock()
+	if !ok {
+		return sessErr("session_not_found", "No active session with id %s", id)
+	}
+	s.end(ss)
+	return nil
+}
+
+func (s *Sessions) end(ss *Session) {
+	ss.mu.Lock()
+	ss.closed = true
+	if ss.audit != nil {
+		ss.audit.Close()
+	}
+	ss.mu.Unlock()
+	if s.onEnd != nil {
+		s.onEnd(ss)
+	}
+	_ = os.RemoveAll(ss.Dir)
+}
+
+// Count returns the number of open sessions.
+func (s *Sessions) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.open)
+}
+
+func (s *Sessions) sweepLoop() {
+	every := min(30*time.Second, max(s.cfg.TTL/4, 100*time.Millisecond))
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			s.Sweep(now)
+		}
+	}
+}
+
+// Sweep closes sessions idle longer than the TTL (a running session is
+// never idle).
+func (s *Sessions) Sweep(now time.Time) int {
+	var expired []*Session
+	s.mu.Lock()
+	for id, ss := range s.open {
+		ss.mu.Lock()
+		idle := !ss.busy && now.Sub(ss.lastUsed) > s.cfg.TTL
+		ss.mu.Unlock()
+		if idle {
+			delete(s.open, id)
+			expired = append(expired, ss)
+		}
+	}
+	s.mu.Unlock()
+	for _, ss := range expired {
+		s.end(ss)
+	}
+	return len(expired)
+}
+
+// Shutdown closes every session.
+func (s *Sessions) Shutdown() {
+	s.once.Do(func() { close(s.stop) })
+	s.mu.Lock()
+	all := s.open
+	s.open = map[string]*Session{}
+	s.mu.Unlock()
+	for _, ss := range all {
+		s.end(ss)
+	}
+	if s.lock != nil {
+		s.lock.Close()
+	}
+}
+
+func (ss *Session) touch() {
+	ss.mu.Lock()
+	ss.lastUsed = time.Now()
+	ss.mu.Unlock()
+}
+
+// Acquire marks the session busy for one run; release with Release.
+func (ss *Session) Acquire() error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closed {
+		return sessErr("session_not_found", "Session %s was closed", ss.ID)
+	}
+	if ss.busy {
+		return sessErr("session_busy", "A run is already in progress for this session. Wait for it to complete.")
+	}
+	ss.busy = true
+	ss.lastUsed = time.Now()
+	return nil
+}
+
+// Release ends a run.
+func (ss *Session) Release() {
+	ss.mu.Lock()
+	ss.busy = false
+	ss.lastUsed = time.Now()
+	ss.mu.Unlock()
+}
+
+// Audit appends one JSON line to the session's audit log.
+func (ss *Session) Audit(line []byte) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.audit != nil {
+		_, _ = ss.audit.Write(append(line, '\n'))
+	}
+}
+
+// AuditPath is the session's audit log, for the operator.
+func (ss *Session) AuditPath() string { return filepath.Join(ss.Dir, "audit.jsonl") }
+
+// FileInfo describes one workspace file.
+type FileInfo struct {
+	Path     string    `json:"path"`
+	Filename string    `json:"filename"`
+	Size     int64     `json:"size_bytes"`
+	MIME     string    `json:"mime_type"`
+	ModTime  time.Time `json:"-"`
+}
+
+// CleanName validates a filename or a /mnt/data path given by a caller and
+// returns its path relative to the workspace. It rejects traversal,
+// absolute paths outside /mnt/data, NUL and control bytes, and hidden
+// traversal through "." segments.
+func CleanName(name string) (string, error) {
+	bad := func(why string) (string, error) {
+		return "", sessErr("invalid_path", "%q: %s", name, why)
+	}
+	switch {
+	case name == "":
+		return bad("empty name")
+	case strings.ContainsRune(name, 0):
+		return bad("contains a NUL byte")
+	case !utf8.ValidString(name):
+		return bad("not valid UTF-8")
+	case strings.ContainsAny(name, "\\\r\n\t"):
+		return bad("contains a backslash or a control character")
+	}
+	rel := name
+	if strings.HasPrefix(name, "/") {
+		if name != WorkspaceMount && !strings.HasPrefix(name, WorkspaceMount+"/") {
+			return bad("absolute paths must be inside " + WorkspaceMount)
+		}
+		rel = strings.TrimPrefix(strings.TrimPrefix(name, WorkspaceMount), "/")
+	}
+	for _, seg := range strings.Split(rel, "/") {
+		if seg == ".." {
+			return bad("path traversal (..) is not allowed")
+		}
+	}
+	rel = path.Clean(rel)
+	if rel == "." || rel == "" || strings.HasPrefix(rel, "../") {
+		return bad("names no file inside " + WorkspaceMount)
+	}
+	if len(rel) > 1024 {
+		return bad("longer than 1024 bytes")
+	}
+	return rel, nil
+}
+
+// fileErr turns an error of a workspace operation on rel into a session
+// error that says what went wrong.
+func fileErr(rel string, err error) error {
+	var se *SessionError
+	switch {
+	case errors.As(err, &se):
+		return err
+	case errors.Is(err, fs.ErrNotExist):
+		return sessErr("not_found", "No artifact at %s/%s", WorkspaceMount, rel)
+	case strings.Contains(err.Error(), "escapes from parent"):
+		return sessErr("invalid_path", "%s/%s leads outside %s through a symlink; nothing was read or written", WorkspaceMount, rel, WorkspaceMount)
+	case errors.Is(err, syscall.ENOTDIR):
+		return sessErr("invalid_path", "a parent of %s/%s is a file, not a directory", WorkspaceMount, rel)
+	}
+	return err
+}
+
+// openRoot opens the workspace for traversal-safe access: every operation
+// below resolves names inside it and refuses a symlink that leads out,
+// even one swapped in while the operation runs.
+func (ss *Session) openRoot() (*os.Root, error) {
+	r, err := os.OpenRoot(ss.Workspace)
+	if err != nil {
+		return nil, sessErr("session_not_found", "Session %s has no workspace (closed?)", ss.ID)
+	}
+	return r, nil
+}
+
+// noSymlink refuses rel when it is itself a symlink: only regular files
+// are read and written.
+func noSymlink(r *os.Root, rel string) error {
+	if fi, err := r.Lstat(rel); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return sessErr("invalid_path", "%s/%s is a symlink; only regular files are read and written", WorkspaceMount, rel)
+	}
+	return nil
+}
+
+// WriteFile writes data atomically (a temporary file renamed into place) at
+// rel and returns its /mnt/data path. Nothing is written when rel exists
+// and overwrite is false, or when rel or a parent is a symlink leading out.
+func (ss *Session) WriteFile(rel string, data []byte, overwrite bool) (string, error) {
+	r, err := ss.openRoot()
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	if err := noSymlink(r, rel); err != nil {
+		return "", err
+	}
+	if fi, err := r.Lstat(rel); err == nil {
+		if !overwrite {
+			return "", sessErr("file_exists", "%s already exists. Set overwrite=true to replace.", rel)
+		}
+		if fi.IsDir() {
+			return "", sessErr("invalid_path", "%s/%s is a directory", WorkspaceMount, rel)
+		}
+	}
+	if dir := path.Dir(rel); dir != "." {
+		if err := r.MkdirAll(dir, 0o755); err != nil {
+			return "", fileErr(rel, err)
+		}
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	tmp := path.Join(path.Dir(rel), ".upload-"+hex.EncodeToString(b))
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", fileErr(rel, err)
+	}
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = r.Rename(tmp, rel)
+	}
+	if werr != nil {
+		_ = r.Remove(tmp)
+		return "", fileErr(rel, werr)
+	}
+	return WorkspaceMount + "/" + rel, nil
+}
+
+// ReadFile reads a regular workspace file of at most max bytes (0: no
+// limit); a larger file is artifact_too_large with its FileInfo.
+func (ss *Session) ReadFile(rel string, max int64) ([]byte, FileInfo, error) {
+	f, info, err := ss.Open(rel)
+	if err != nil {
+		return nil, info, err
+	}
+	defer f.Close()
+	if max > 0 && info.Size > max {
+		return nil, info, sessErr("artifact_too_large", "%s is %s, exceeds %s limit. Use download_url instead.", path.Base(rel), human(info.Size), human(max))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, info.Size))
+	return data, info, err
+}
+
+// Open opens a regular workspace file for reading.
+func (ss *Session) Open(rel string) (*os.File, FileInfo, error) {
+	r, err := ss.openRoot()
+	if err != nil {
+		return nil, FileInfo{}, err
+	}
+	defer r.Close()
+	if err := noSymlink(r, rel); err != nil {
+		return nil, FileInfo{}, err
+	}
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, FileInfo{}, fileErr(rel, err)
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, FileInfo{}, sessErr("not_found", "No artifact at %s/%s (not a regular file)", WorkspaceMount, rel)
+	}
+	return f, fileInfo(rel, fi), nil
+}
+
+// List returns the workspace's regular files (recursively), sorted.
+func (ss *Session) List() []FileInfo {
+	var out []FileInfo
+	_ = filepath.WalkDir(ss.Workspace, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !d.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(ss.Workspace, p)
+		if fi, err := d.Info(); err == nil {
+			out = append(out, fileInfo(filepath.ToSlash(rel), fi))
+		}
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// Listing is the workspace listing used for artifact detection.
+type Listing map[string]FileInfo
+
+// Listing lists the workspace by path.
+func (ss *Session) Listing() Listing {
+	m := Listing{}
+	for _, f := range ss.List() {
+		m[f.Path] = f
+	}
+	return m
+}
+
+// Artifacts are files new or changed (size or mtime) since before.
+func (ss *Session) Artifacts(before Listing) []FileInfo {
+	var out []FileInfo
+	for _, f := range ss.List() {
+		if b, ok := before[f.Path]; !ok || b.Size != f.Size || !b.ModTime.Equal(f.ModTime) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func fileInfo(rel string, fi fs.FileInfo) FileInfo {
+	return FileInfo{Path: WorkspaceMount + "/" + rel, Filename: rel, Size: fi.Size(), MIME: MIMEType(rel), ModTime: fi.ModTime()}
+}
+
+// MIMEType guesses a file's type from its extension.
+func MIMEType(name string) string {
+	ext := strings.ToLower(path.Ext(name))
+	known := map[string]string{
+		".csv": "text/csv", ".json": "application/json", ".txt": "text/plain", ".md": "text/markdown",
+		".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".svg": "image/svg+xml",
+		".pdf": "application/pdf", ".html": "text/html", ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+		".parquet": "application/vnd.apache.parquet", ".py": "text/x-python", ".zip": "application/zip",
+	}
+	if t, ok := known[ext]; ok {
+		return t
+	}
+	if t := mime.TypeByExtension(ext); t != "" {
+		return t
+	}
+	return "application/octet-stream"
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%gMB", float64(n*10/(1<<20))/10)
+	case n >= 1<<10:
+		return fmt.Sprintf("%gKB", float64(n*10/(1<<10))/10)
+	}
+	return fmt.Sprintf("%dB", n)
+}

@@ -1,0 +1,324 @@
+package executions
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func newSessions(t *testing.T, cfg SessionConfig) *Sessions {
+	t.Helper()
+	if cfg.StateDir == "" {
+		cfg.StateDir = t.TempDir()
+	}
+	s, err := NewSessions(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+func wantCode(t *testing.T, err error, code string) {
+	t.Helper()
+	var se *SessionError
+	if !errors.As(err, &se) || se.Code != code {
+		t.Fatalf("want %s, got %v", code, err)
+	}
+}
+
+func TestCleanName(t *testing.T) {
+	good := map[string]string{
+		"sales.csv":              "sales.csv",
+		"in/sales.csv":           "in/sales.csv",
+		"/mnt/data/chart.png":    "chart.png",
+		"/mnt/data/out/a b.png":  "out/a b.png",
+		"./x.txt":                "x.txt",
+		"a//b.txt":               "a/b.txt",
+		"données.csv":            "données.csv",
+		"/mnt/data/./deep/f.txt": "deep/f.txt",
+	}
+	for in, want := range good {
+		got, err := CleanName(in)
+		if err != nil || got != want {
+			t.Errorf("CleanName(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	bad := map[string]string{
+		"":                        "empty",
+		"../etc/passwd":           "traversal",
+		"a/../../b":               "traversal",
+		"/mnt/data/../x":          "traversal",
+		"/etc/passwd":             "inside /mnt/data",
+		"/mnt/database/x":         "inside /mnt/data",
+		"/mnt/data":               "names no file",
+		".":                       "names no file",
+		"a\x00b":                  "NUL",
+		"a\\b":                    "backslash",
+		"a\nb":                    "control",
+		"\xff.csv":                "UTF-8",
+		strings.Repeat("a", 2000): "1024",
+	}
+	for in, why := range bad {
+		_, err := CleanName(in)
+		wantCode(t, err, "invalid_path")
+		if !strings.Contains(err.Error(), why) {
+			t.Errorf("CleanName(%q): %v should say %q", in, err, why)
+		}
+	}
+}
+
+func TestSessionIDsCapAndClose(t *testing.T) {
+	s := newSessions(t, SessionConfig{Max: 2})
+	a, created, err := s.GetOrCreate("")
+	if err != nil || !created || !sessionIDPattern.MatchString(a.ID) {
+		t.Fatalf("new session: %+v %v %v", a, created, err)
+	}
+	if again, created, _ := s.GetOrCreate(a.ID); again != a || created {
+		t.Fatal("GetOrCreate of an open id must return it")
+	}
+	_, _, err = s.GetOrCreate("sess_NOTHEX")
+	wantCode(t, err, "invalid_session_id")
+	if _, _, err := s.GetOrCreate("sess_0123456789ab"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.GetOrCreate("")
+	wantCode(t, err, "max_sessions")
+	if !strings.Contains(err.Error(), "Maximum 2 concurrent sessions") {
+		t.Errorf("max_sessions message: %v", err)
+	}
+	if err := s.Close(a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(a.Dir); !os.IsNotExist(err) {
+		t.Errorf("close must delete %s: %v", a.Dir, err)
+	}
+	wantCode(t, s.Close(a.ID), "session_not_found")
+	_, err = s.Get(a.ID)
+	wantCode(t, err, "session_not_found")
+	wantCode(t, a.Acquire(), "session_not_found")
+	if _, _, err := s.GetOrCreate(""); err != nil {
+		t.Fatalf("a closed session frees its slot: %v", err)
+	}
+}
+
+func TestSessionBusy(t *testing.T) {
+	s := newSessions(t, SessionConfig{})
+	ss, _, _ := s.GetOrCreate("")
+	if err := ss.Acquire(); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, ss.Acquire(), "session_busy")
+	ss.Release()
+	if err := ss.Acquire(); err != nil {
+		t.Fatalf("after Release: %v", err)
+	}
+}
+
+func TestSessionTTL(t *testing.T) {
+	s := newSessions(t, SessionConfig{TTL: time.Minute})
+	idle, _, _ := s.GetOrCreate("")
+	busy, _, _ := s.GetOrCreate("")
+	fresh, _, _ := s.GetOrCreate("")
+	if err := busy.Acquire(); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(2 * time.Minute)
+	fresh.mu.Lock()
+	fresh.lastUsed = later.Add(-30 * time.Second)
+	fresh.mu.Unlock()
+	if n := s.Sweep(later); n != 1 {
+		t.Fatalf("Sweep closed %d sessions, want 1 (the idle one)", n)
+	}
+	if _, err := s.Get(idle.ID); err == nil {
+		t.Error("the idle session is still open")
+	}
+	if _, err := os.Stat(idle.Dir); !os.IsNotExist(err) {
+		t.Errorf("the idle session's files remain: %v", err)
+	}
+	for _, ss := range []*Session{busy, fresh} {
+		if _, err := s.Get(ss.ID); err != nil {
+			t.Errorf("%s was closed: %v", ss.ID, err)
+		}
+	}
+}
+
+func TestSessionTTLLoop(t *testing.T) {
+	s := newSessions(t, SessionConfig{TTL: 200 * time.Millisecond})
+	ss, _, _ := s.GetOrCreate("")
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Count() > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s.Count() != 0 {
+		t.Fatal("the cleanup loop did not close an idle session")
+	}
+	if _, err := os.Stat(ss.Dir); !os.IsNotExist(err) {
+		t.Errorf("expired workspace remains: %v", err)
+	}
+}
+
+func TestRestartCleansLeftoversAndLocks(t *testing.T) {
+	dir := t.TempDir()
+	left := filepath.Join(dir, "sessions", "sess_0123456789ab", "data")
+	if err := os.MkdirAll(left, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, "old.csv"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := newSessions(t, SessionConfig{StateDir: dir})
+	if s.Recovered != 1 {
+		t.Errorf("Recovered = %d, want 1", s.Recovered)
+	}
+	if _, err := os.Stat(filepath.Dir(left)); !os.IsNotExist(err) {
+		t.Errorf("a previous process's workspace survived start-up: %v", err)
+	}
+	if _, err := s.Get("sess_0123456789ab"); err == nil {
+		t.Error("a leftover must not come back as an open session")
+	}
+	ss, _, _ := s.GetOrCreate("")
+	if _, err := NewSessions(SessionConfig{StateDir: dir}); err == nil || !strings.Contains(err.Error(), "another srt-mcp") {
+		t.Fatalf("a second server on the same state directory must be refused, got %v", err)
+	}
+	if _, err := os.Stat(ss.Workspace); err != nil {
+		t.Fatalf("the refused second server touched the first one's workspace: %v", err)
+	}
+}
+
+func TestWriteReadAtomic(t *testing.T) {
+	s := newSessions(t, SessionConfig{})
+	ss, _, _ := s.GetOrCreate("")
+	p, err := ss.WriteFile("in/sales.csv", []byte("a,b\n1,2\n"), false)
+	if err != nil || p != "/mnt/data/in/sales.csv" {
+		t.Fatalf("WriteFile = %q, %v", p, err)
+	}
+	_, err = ss.WriteFile("in/sales.csv", []byte("new"), false)
+	wantCode(t, err, "file_exists")
+	data, info, err := ss.ReadFile("in/sales.csv", 0)
+	if err != nil || string(data) != "a,b\n1,2\n" || info.MIME != "text/csv" || info.Size != 8 {
+		t.Fatalf("file_exists must keep the old bytes: %q %+v %v", data, info, err)
+	}
+	if _, err := ss.WriteFile("in/sales.csv", []byte("new"), true); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, _ := ss.ReadFile("in/sales.csv", 0); string(data) != "new" {
+		t.Fatalf("overwrite: %q", data)
+	}
+	ents, _ := os.ReadDir(filepath.Join(ss.Workspace, "in"))
+	if len(ents) != 1 {
+		t.Errorf("temporary files left behind: %v", ents)
+	}
+	_, _, err = ss.ReadFile("missing.png", 0)
+	wantCode(t, err, "not_found")
+	big := bytes.Repeat([]byte("x"), 2048)
+	if _, err := ss.WriteFile("big.bin", big, false); err != nil {
+		t.Fatal(err)
+	}
+	_, info, err = ss.ReadFile("big.bin", 1024)
+	wantCode(t, err, "artifact_too_large")
+	if info.Size != 2048 || !strings.Contains(err.Error(), "big.bin is 2KB, exceeds 1KB limit. Use download_url instead.") {
+		t.Errorf("artifact_too_large: %+v %v", info, err)
+	}
+	_, err = ss.WriteFile("in", []byte("x"), true)
+	wantCode(t, err, "invalid_path")
+}
+
+// Symlinks planted by code that ran in the session (it can write anything
+// under /mnt/data) must not carry a later upload, read or download out of
+// the workspace.
+func TestPlantedSymlinks(t *testing.T) {
+	s := newSessions(t, SessionConfig{})
+	ss, _, _ := s.GetOrCreate("")
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	if err := os.WriteFile(secret, []byte("host secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ws := ss.Workspace
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Symlink(secret, filepath.Join(ws, "leak.txt")))
+	must(os.Symlink(outside, filepath.Join(ws, "out")))
+	must(os.Symlink("../../..", filepath.Join(ws, "up")))
+	must(os.WriteFile(filepath.Join(ws, "ok.txt"), []byte("ok"), 0o644))
+	must(os.Symlink("ok.txt", filepath.Join(ws, "inside-link")))
+
+	for _, rel := range []string{"leak.txt", "out/secret", "up/etc/passwd", "inside-link"} {
+		data, _, err := ss.ReadFile(rel, 0)
+		wantCode(t, err, "invalid_path")
+		if len(data) > 0 {
+			t.Errorf("read %s through a symlink: %q", rel, data)
+		}
+		if f, _, err := ss.Open(rel); err == nil {
+			f.Close()
+			t.Errorf("Open(%s) followed a symlink", rel)
+		}
+	}
+	for _, rel := range []string{"leak.txt", "out/new.txt", "out/secret", "up/tmp/x"} {
+		_, err := ss.WriteFile(rel, []byte("pwned"), true)
+		wantCode(t, err, "invalid_path")
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "host secret" {
+		t.Fatalf("the host file was changed: %q", b)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 1 {
+		t.Fatalf("files were written outside the workspace: %v", ents)
+	}
+	if l := ss.List(); len(l) != 1 || l[0].Filename != "ok.txt" {
+		t.Errorf("List must show regular files only: %+v", l)
+	}
+	// A FIFO planted by earlier code must not hang a read.
+	if err := mkfifo(filepath.Join(ws, "pipe")); err == nil {
+		done := make(chan error, 1)
+		go func() { _, _, err := ss.ReadFile("pipe", 0); done <- err }()
+		select {
+		case err := <-done:
+			wantCode(t, err, "not_found")
+		case <-time.After(3 * time.Second):
+			t.Fatal("reading a FIFO hangs")
+		}
+	}
+}
+
+func TestArtifactsDiff(t *testing.T) {
+	s := newSessions(t, SessionConfig{})
+	ss, _, _ := s.GetOrCreate("")
+	ws := ss.Workspace
+	_ = os.WriteFile(filepath.Join(ws, "same.csv"), []byte("1"), 0o644)
+	_ = os.WriteFile(filepath.Join(ws, "grows.csv"), []byte("1"), 0o644)
+	_ = os.WriteFile(filepath.Join(ws, "touched.csv"), []byte("1"), 0o644)
+	before := ss.Listing()
+	_ = os.WriteFile(filepath.Join(ws, "grows.csv"), []byte("12"), 0o644)
+	future := time.Now().Add(time.Hour)
+	_ = os.Chtimes(filepath.Join(ws, "touched.csv"), future, future)
+	_ = os.MkdirAll(filepath.Join(ws, "out"), 0o755)
+	_ = os.WriteFile(filepath.Join(ws, "out", "new.png"), []byte("png"), 0o644)
+	var got []string
+	for _, f := range ss.Artifacts(before) {
+		got = append(got, f.Path)
+	}
+	want := "/mnt/data/grows.csv /mnt/data/out/new.png /mnt/data/touched.csv"
+	if strings.Join(got, " ") != want {
+		t.Errorf("artifacts = %v, want %s", got, want)
+	}
+}
+
+func TestMIMEType(t *testing.T) {
+	for name, want := range map[string]string{
+		"a.csv": "text/csv", "b.PNG": "image/png", "r.pdf": "application/pdf", "x.xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+		"noext": "application/octet-stream", "c.json": "application/json",
+	} {
+		if got := MIMEType(name); got != want {
+			t.Errorf("MIMEType(%s) = %s, want %s", name, got, want)
+		}
+	}
+}
