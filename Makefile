@@ -69,6 +69,7 @@ integration:
 	$(MAKE) --no-print-directory build BIN=$(ITEST_DIR)/srt-mcp
 	for s in $(SUITES); do $(GO) test -tags $(TAGS) -c -o $(ITEST_DIR)/$$s.test ./$$s || exit 1; done
 	cp -r integration/mcpclient $(ITEST_DIR)/mcpclient
+	cp -r examples/marketing-report $(ITEST_DIR)/mcpclient/example
 	chmod -R a+rX $(ITEST_DIR)/mcpclient
 	chmod 755 $(ITEST_DIR) $(ITEST_DIR)/*.test $(ITEST_DIR)/srt-mcp
 	chown 65534:65534 $(ITEST_DIR)/home-nobody 2>/dev/null || true

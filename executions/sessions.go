@@ -37,8 +37,8 @@ func sessErr(code, format string, args ...any) *SessionError {
 
 // SessionConfig bounds the sessions of a server.
 type SessionConfig struct {
-	// StateDir holds one directory per session (its workspace and audit
-	// log). Nothing else of it is visible to any sandbox.
+	// StateDir holds the sessions' workspaces (sessions/) and audit logs
+	// (audit/). No sandbox sees any of it but its own workspace.
 	StateDir string
 	// TTL closes a session idle for this long (default 30 minutes).
 	TTL time.Duration
@@ -56,7 +56,8 @@ type Sessions struct {
 	stop  chan struct{}
 	once  sync.Once
 	onEnd func(s *Session)
-	lock  *os.File // flock held while the server runs
+	dir   string   // this server's instance directory
+	lock  *os.File // flock on dir/lock, held while the server runs
 	// Recovered counts the sessions a previous process left behind, removed
 	// at start-up.
 	Recovered int
@@ -70,6 +71,8 @@ type Session struct {
 	Created   time.Time
 
 	mu       sync.Mutex
+	closers  map[int]func() // runs to stop when the session ends
+	nextID   int
 	lastUsed time.Time
 	busy     bool
 	closed   bool
@@ -90,27 +93,39 @@ func NewSessions(cfg SessionConfig) (*Sessions, error) {
 	if cfg.StateDir == "" {
 		return nil, errors.New("sessions: no state directory")
 	}
+	// Each server keeps its sessions in its own instance directory under
+	// sessions/, holding an flock on its lock file while it runs, so several
+	// servers (a Claude Desktop and a Claude Code stdio server, say) can
+	// share one state directory. An instance directory whose lock nobody
+	// holds is a dead server's: its workspaces are removed.
 	root := filepath.Join(cfg.StateDir, "sessions")
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, err
 	}
-	// One server per state directory: the next step deletes what is there.
-	lock, err := os.OpenFile(filepath.Join(cfg.StateDir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("%s is in use by another srt-mcp server; give this one its own --state-dir (SANDBOX_STATE_DIR)", cfg.StateDir)
-	}
-	s := &Sessions{cfg: cfg, open: map[string]*Session{}, stop: make(chan struct{}), lock: lock}
+	s := &Sessions{cfg: cfg, open: map[string]*Session{}, stop: make(chan struct{})}
 	if ents, err := os.ReadDir(root); err == nil {
 		for _, e := range ents {
-			if err := os.RemoveAll(filepath.Join(root, e.Name())); err == nil {
-				s.Recovered++
+			n, err := removeStale(filepath.Join(root, e.Name()))
+			if err != nil {
+				return nil, fmt.Errorf("removing a previous server's sessions: %w", err)
 			}
+			s.Recovered += n
 		}
 	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	s.dir = filepath.Join(root, fmt.Sprintf("%d-%s", os.Getpid(), hex.EncodeToString(b)))
+	if err := os.Mkdir(s.dir, 0o700); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(filepath.Join(s.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err == nil {
+		err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", s.dir, err)
+	}
+	s.lock = lock
 	go s.sweepLoop()
 	return s, nil
 }
@@ -159,14 +174,16 @@ func (s *Sessions) GetOrCreate(id string) (*Session, bool, error) {
 	if len(s.open) >= s.cfg.Max {
 		return nil, false, sessErr("max_sessions", "Maximum %d concurrent sessions reached. Close an existing session first.", s.cfg.Max)
 	}
-	dir := filepath.Join(s.cfg.StateDir, "sessions", id)
+	dir := filepath.Join(s.dir, id)
 	ss := &Session{ID: id, Dir: dir, Workspace: filepath.Join(dir, "data"), Created: time.Now(), lastUsed: time.Now()}
 	if err := os.MkdirAll(ss.Workspace, 0o700); err != nil {
 		return nil, false, err
 	}
-	// The sandbox runs as the server's uid (mapped): the workspace is its.
-	if f, err := os.OpenFile(filepath.Join(dir, "audit.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
-		ss.audit = f
+	// The audit log outlives the session: the operator reads it later.
+	if err := os.MkdirAll(AuditDir(s.cfg.StateDir), 0o700); err == nil {
+		if f, err := os.OpenFile(AuditPath(s.cfg.StateDir, id), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+			ss.audit = f
+		}
 	}
 	s.open[id] = ss
 	return ss, true, nil
@@ -190,14 +207,44 @@ func (s *Sessions) Close(id string) error {
 func (s *Sessions) end(ss *Session) {
 	ss.mu.Lock()
 	ss.closed = true
-	if ss.audit != nil {
-		ss.audit.Close()
-	}
+	closers := ss.closers
+	ss.closers = nil
 	ss.mu.Unlock()
+	for _, f := range closers {
+		f()
+	}
 	if s.onEnd != nil {
 		s.onEnd(ss)
 	}
+	ss.mu.Lock()
+	if ss.audit != nil {
+		ss.audit.Close()
+		ss.audit = nil
+	}
+	ss.mu.Unlock()
 	_ = os.RemoveAll(ss.Dir)
+}
+
+// OnClose registers f to run when the session ends (to stop a run that
+// uses its workspace) and returns a function that unregisters it.
+func (ss *Session) OnClose(f func()) (remove func()) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closed {
+		go f()
+		return func() {}
+	}
+	if ss.closers == nil {
+		ss.closers = map[int]func(){}
+	}
+	id := ss.nextID
+	ss.nextID++
+	ss.closers[id] = f
+	return func() {
+		ss.mu.Lock()
+		delete(ss.closers, id)
+		ss.mu.Unlock()
+	}
 }
 
 // Count returns the number of open sessions.
@@ -253,8 +300,39 @@ func (s *Sessions) Shutdown() {
 		s.end(ss)
 	}
 	if s.lock != nil {
+		_ = os.RemoveAll(s.dir)
 		s.lock.Close()
+		s.lock = nil
 	}
+}
+
+// removeStale removes an instance directory whose server is gone (nobody
+// holds its lock) and returns how many sessions it had. A live server's
+// directory is left alone.
+func removeStale(dir string) (int, error) {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return 0, os.RemoveAll(dir)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR, 0)
+	switch {
+	case err == nil:
+		defer lock.Close()
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			return 0, nil // a live server
+		}
+	case time.Since(fi.ModTime()) < time.Minute:
+		return 0, nil // a server starting right now, before its lock exists
+	}
+	n := 0
+	if ents, err := os.ReadDir(dir); err == nil {
+		for _, e := range ents {
+			if sessionIDPattern.MatchString(e.Name()) {
+				n++
+			}
+		}
+	}
+	return n, os.RemoveAll(dir)
 }
 
 func (ss *Session) touch() {
@@ -295,8 +373,14 @@ func (ss *Session) Audit(line []byte) {
 	}
 }
 
-// AuditPath is the session's audit log, for the operator.
-func (ss *Session) AuditPath() string { return filepath.Join(ss.Dir, "audit.jsonl") }
+// AuditDir holds one audit log per session (JSON lines), kept after the
+// session ends; `srt-mcp audit` prints them.
+func AuditDir(stateDir string) string { return filepath.Join(stateDir, "audit") }
+
+// AuditPath is a session's audit log.
+func AuditPath(stateDir, sessionID string) string {
+	return filepath.Join(AuditDir(stateDir), sessionID+".jsonl")
+}
 
 // FileInfo describes one workspace file.
 type FileInfo struct {

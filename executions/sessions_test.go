@@ -162,31 +162,45 @@ func TestSessionTTLLoop(t *testing.T) {
 	}
 }
 
-func TestRestartCleansLeftoversAndLocks(t *testing.T) {
+func TestRestartCleansLeftovers(t *testing.T) {
 	dir := t.TempDir()
-	left := filepath.Join(dir, "sessions", "sess_0123456789ab", "data")
+	// A server killed with -9 leaves its instance directory, lock unheld.
+	left := filepath.Join(dir, "sessions", "1234-deadbeef", "sess_0123456789ab", "data")
 	if err := os.MkdirAll(left, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(left, "old.csv"), []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
+	for _, f := range []string{filepath.Join(left, "old.csv"), filepath.Join(dir, "sessions", "1234-deadbeef", "lock")} {
+		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s := newSessions(t, SessionConfig{StateDir: dir})
 	if s.Recovered != 1 {
 		t.Errorf("Recovered = %d, want 1", s.Recovered)
 	}
-	if _, err := os.Stat(filepath.Dir(left)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, "sessions", "1234-deadbeef")); !os.IsNotExist(err) {
 		t.Errorf("a previous process's workspace survived start-up: %v", err)
 	}
 	if _, err := s.Get("sess_0123456789ab"); err == nil {
 		t.Error("a leftover must not come back as an open session")
 	}
+	// A second live server on the same state directory leaves the first
+	// one's sessions alone, and its own are separate.
 	ss, _, _ := s.GetOrCreate("")
-	if _, err := NewSessions(SessionConfig{StateDir: dir}); err == nil || !strings.Contains(err.Error(), "another srt-mcp") {
-		t.Fatalf("a second server on the same state directory must be refused, got %v", err)
+	other := newSessions(t, SessionConfig{StateDir: dir})
+	if other.Recovered != 0 {
+		t.Errorf("the second server removed %d live sessions", other.Recovered)
 	}
 	if _, err := os.Stat(ss.Workspace); err != nil {
-		t.Fatalf("the refused second server touched the first one's workspace: %v", err)
+		t.Fatalf("the second server touched the first one's workspace: %v", err)
+	}
+	if _, err := other.Get(ss.ID); err == nil {
+		t.Error("one server sees another's session")
+	}
+	// A clean shutdown removes its own instance directory.
+	s.Shutdown()
+	if ents, _ := os.ReadDir(filepath.Join(dir, "sessions")); len(ents) != 1 {
+		t.Errorf("after one shutdown: %v", ents)
 	}
 }
 

@@ -63,9 +63,12 @@ func freePort(t *testing.T) int {
 func startServe(t *testing.T, extra ...string) *mcpServer {
 	t.Helper()
 	port := freePort(t)
-	args := append([]string{"serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port)}, extra...)
-	cmd := exec.Command(nwBin(t), args...)
 	home := t.TempDir()
+	args := append([]string{"serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port)}, extra...)
+	if !contains(extra, "--state-dir") {
+		args = append(args, "--state-dir", filepath.Join(home, "state"))
+	}
+	cmd := exec.Command(nwBin(t), args...)
 	cmd.Env = append(os.Environ(), "HOME="+home)
 	logs := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -199,7 +202,7 @@ func TestMCPInspectorCLI(t *testing.T) {
 		return v
 	}
 	tools := inspect("--method", "tools/list")["result"].(map[string]any)["tools"].([]any)
-	if len(tools) != 7 {
+	if len(tools) != 12 {
 		t.Fatalf("inspector sees %d tools", len(tools))
 	}
 	for _, era := range [][]string{nil, {"--protocol-era", "modern"}} {

@@ -164,6 +164,10 @@ func (s *Server) handleUpload(ctx context.Context, req mcp.CallToolRequest) (*mc
 	p, err := ss.WriteFile(rel, data, a.Overwrite)
 	ss.Release()
 	if err != nil {
+		var se *executions.SessionError
+		if errors.As(err, &se) {
+			s.audit(ss, map[string]any{"op": "upload_file", "path": a.Filename, "size_bytes": len(data), "error": se.Code})
+		}
 		return fromErr(err), nil
 	}
 	s.audit(ss, map[string]any{"op": "upload_file", "path": p, "size_bytes": len(data), "sha256": sha(data)})
@@ -432,11 +436,15 @@ func (s *Server) handleReadArtifact(ctx context.Context, req mcp.CallToolRequest
 	}
 	rel, err := executions.CleanName(a.Path)
 	if err != nil {
+		s.audit(ss, map[string]any{"op": "read_artifact", "path": a.Path, "error": "invalid_path"})
 		return fromErr(err), nil
 	}
 	data, info, err := ss.ReadFile(rel, s.data.MaxArtifactRead)
 	if err != nil {
 		var se *executions.SessionError
+		if errors.As(err, &se) {
+			s.audit(ss, map[string]any{"op": "read_artifact", "path": a.Path, "error": se.Code})
+		}
 		if errors.As(err, &se) && se.Code == "artifact_too_large" {
 			extra := map[string]any{"size_bytes": info.Size}
 			if s.data.Files != nil {

@@ -349,7 +349,19 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 			if err != nil {
 				ss.Release()
 			} else {
-				go func() { <-e.Done(); ss.Release() }()
+				unhook := ss.OnClose(func() { _ = e.Cancel(true) })
+				go func() {
+					<-e.Done()
+					unhook()
+					sn := e.Snapshot(0)
+					v := map[string]any{"op": "execute_code", "execution_id": e.ID, "code_bytes": len(a.Command), "code_sha256": sha([]byte(a.Command)),
+						"network": networkDecisions(sn)}
+					if sn.End != nil {
+						v["end"], v["exit_code"], v["duration_ms"] = sn.End.Type, sn.End.ExitCode, sn.End.DurationMS
+					}
+					s.audit(ss, v)
+					ss.Release()
+				}()
 			}
 		}
 		if err != nil {

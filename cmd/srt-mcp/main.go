@@ -32,6 +32,7 @@ func main() {
 			doctorCommand,
 			benchCommand,
 			serveCommand,
+			auditCommand,
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {},

@@ -1,0 +1,619 @@
+package integration
+
+// Data sessions (seed 000): the five tools through a real MCP client
+// (mcp-go's Streamable HTTP client here; the marketing example runs through
+// the MCP TypeScript SDK), against the built binary with real bubblewrap
+// and Debian's Python data stack.
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+const testFileSecret = "integration-test-file-secret-0123456789"
+
+type dataServer struct {
+	*mcpServer
+	t     *testing.T
+	state string
+	c     *client.Client
+}
+
+// startData runs srt-mcp serve with a known state directory and file
+// secret, and connects an MCP client to it.
+func startData(t *testing.T, extra ...string) *dataServer {
+	t.Helper()
+	requirePythonData(t)
+	state := filepath.Join(t.TempDir(), "state")
+	for i, a := range extra {
+		if a == "--state-dir" {
+			state = extra[i+1]
+		}
+	}
+	s := startServe(t, append([]string{"--state-dir", state, "--file-secret", testFileSecret}, extra...)...)
+	return &dataServer{mcpServer: s, t: t, state: state, c: connect(t, s.url)}
+}
+
+func connect(t *testing.T, url string) *client.Client {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "srt-mcp-data-test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func requirePythonData(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("/usr/bin/python3", "-c", "import pandas, seaborn, reportlab, openpyxl, scipy").CombinedOutput()
+	if err != nil {
+		msg := fmt.Sprintf("the Python data profile is not installed (make deps): %v %s", err, out)
+		if os.Getenv("SRT_MCP_REQUIRE_CLIENTS") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+}
+
+// call runs a tool and returns its structured content and whether the
+// result is an error.
+func (d *dataServer) call(name string, args map[string]any) (map[string]any, bool) {
+	d.t.Helper()
+	return callTool(d.t, d.c, name, args)
+}
+
+func callTool(t *testing.T, c *client.Client, name string, args map[string]any) (map[string]any, bool) {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = name, args
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var v map[string]any
+	_ = json.Unmarshal(b, &v)
+	return v, res.IsError
+}
+
+func (d *dataServer) wantError(name string, args map[string]any, code string) map[string]any {
+	d.t.Helper()
+	v, isErr := d.call(name, args)
+	if !isErr || v["error"] != code || v["message"] == "" {
+		d.t.Fatalf("%s %v: want error %s, got %v (isError %v)", name, args, code, v, isErr)
+	}
+	return v
+}
+
+func (d *dataServer) upload(sid, name, content string) string {
+	d.t.Helper()
+	args := map[string]any{"filename": name, "content_base64": base64.StdEncoding.EncodeToString([]byte(content))}
+	if sid != "" {
+		args["session_id"] = sid
+	}
+	v, isErr := d.call("upload_file", args)
+	if isErr {
+		d.t.Fatalf("upload_file %s: %v", name, v)
+	}
+	return v["session_id"].(string)
+}
+
+func (d *dataServer) python(sid, code string) map[string]any {
+	d.t.Helper()
+	v, isErr := d.call("run_python", map[string]any{"session_id": sid, "code": code})
+	if isErr {
+		d.t.Fatalf("run_python: %v", v)
+	}
+	return v
+}
+
+func artifactNames(v map[string]any) []string {
+	var out []string
+	arts, _ := v["artifacts"].([]any)
+	for _, a := range arts {
+		out = append(out, a.(map[string]any)["filename"].(string))
+	}
+	return out
+}
+
+func signedURL(base, sid, name string, exp int64) string {
+	e := strconv.FormatInt(exp, 10)
+	m := hmac.New(sha256.New, []byte(testFileSecret))
+	m.Write([]byte(sid + "/" + name + "\n" + e))
+	return fmt.Sprintf("%s/files/%s/%s?exp=%s&sig=%s", base, sid, (&url.URL{Path: name}).EscapedPath(), e, hex.EncodeToString(m.Sum(nil)))
+}
+
+func (d *dataServer) base() string { return strings.TrimSuffix(d.url, "/mcp") }
+
+func httpGet(t *testing.T, url string) (int, http.Header, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}
+
+// TestDataMarketingExample runs examples/marketing-report through the
+// unmodified MCP TypeScript SDK: CSV -> pandas -> an error, its traceback
+// and the fix -> two seaborn charts -> a reportlab PDF -> read_artifact ->
+// every download_url fetched over HTTP.
+func TestDataMarketingExample(t *testing.T) {
+	dir := mcpClients(t)
+	requirePythonData(t)
+	script := filepath.Join(dir, "example", "run.mjs")
+	if _, err := os.Stat(script); err != nil {
+		// Run from the source tree: put the example next to the clients'
+		// node_modules (make test copies it there).
+		if err := os.CopyFS(filepath.Join(dir, "example"), os.DirFS("../examples/marketing-report")); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(filepath.Join(dir, "example")) })
+	}
+	s := startServe(t)
+	out := t.TempDir()
+	cmd := exec.Command("node", script, "--url", s.url, "--out", out)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	checks := 0
+	for _, line := range strings.Split(string(stdout), "\n") {
+		var c struct {
+			Check  string          `json:"check"`
+			OK     bool            `json:"ok"`
+			Detail json.RawMessage `json:"detail"`
+		}
+		if json.Unmarshal([]byte(line), &c) != nil {
+			continue
+		}
+		checks++
+		if !c.OK {
+			t.Errorf("example check %q failed: %s", c.Check, c.Detail)
+		}
+	}
+	if err != nil || checks < 20 {
+		t.Fatalf("run.mjs: %v (%d checks)\n%s\nstderr: %s\nserver: %s", err, checks, stdout, stderr.String(), s.logs.String())
+	}
+	for name, magic := range map[string]string{"marketing_report.pdf": "%PDF-", "revenue_by_channel.png": "\x89PNG", "weekly_roas.png": "\x89PNG"} {
+		b, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil || !strings.HasPrefix(string(b), magic) || len(b) < 5000 {
+			t.Errorf("downloaded %s: %d bytes, %v", name, len(b), err)
+		}
+	}
+}
+
+// TestDataErrorCodes covers every error code and limit of seed 000 §2/§5.
+func TestDataErrorCodes(t *testing.T) {
+	d := startData(t, "--max-sessions", "2", "--exec-timeout-seconds", "2", "--max-output-bytes", "1000",
+		"--max-artifact-read-bytes", "2000", "--max-code-bytes", "5000", "--max-upload-bytes", "4096")
+	sid := d.upload("", "a.csv", "x,y\n1,2\n")
+	if len(sid) != 17 || !strings.HasPrefix(sid, "sess_") {
+		t.Fatalf("generated session id %q", sid)
+	}
+	up := map[string]any{"session_id": sid, "filename": "a.csv", "content_base64": base64.StdEncoding.EncodeToString([]byte("new"))}
+	d.wantError("upload_file", up, "file_exists")
+	up["overwrite"] = true
+	if v, isErr := d.call("upload_file", up); isErr || v["path"] != "/mnt/data/a.csv" {
+		t.Fatalf("overwrite: %v", v)
+	}
+	d.wantError("upload_file", map[string]any{"session_id": sid, "filename": "big.bin", "content_base64": base64.StdEncoding.EncodeToString(make([]byte, 5000))}, "too_large")
+	d.wantError("upload_file", map[string]any{"session_id": sid, "filename": "x", "content_base64": "%%%"}, "invalid_arguments")
+	for _, bad := range []string{"../x.csv", "/etc/cron.d/x", "a\x00b.csv", "/mnt/data/../../x", "sub/../../x", ""} {
+		d.wantError("upload_file", map[string]any{"session_id": sid, "filename": bad, "content_base64": "eA=="}, "invalid_path")
+		d.wantError("read_artifact", map[string]any{"session_id": sid, "path": bad}, "invalid_path")
+	}
+	v, _ := d.call("list_artifacts", map[string]any{"session_id": sid})
+	if fmt.Sprint(artifactNames(v)) != "[a.csv]" {
+		t.Fatalf("rejected uploads wrote something: %v", v)
+	}
+	d.wantError("read_artifact", map[string]any{"session_id": sid, "path": "/mnt/data/missing.png"}, "not_found")
+	d.wantError("read_artifact", map[string]any{"session_id": "sess_000000000000", "path": "/mnt/data/a.csv"}, "session_not_found")
+	d.wantError("list_artifacts", map[string]any{"session_id": "not-a-session"}, "session_not_found")
+	d.wantError("run_python", map[string]any{"session_id": sid, "code": strings.Repeat("#", 6000)}, "code_too_large")
+
+	// Output truncation, a failed run (no artifacts), and the artifact diff.
+	r := d.python(sid, "print('x' * 5000)\nimport sys; sys.stderr.write('e' * 50)")
+	if r["stdout_truncated"] != true || r["stderr_truncated"] != false || len(r["stdout"].(string)) > 1000 || r["exit_code"].(float64) != 0 {
+		t.Fatalf("truncation: %v %v %d", r["stdout_truncated"], r["stderr_truncated"], len(r["stdout"].(string)))
+	}
+	r = d.python(sid, "open('/mnt/data/fail.txt', 'w').write('x')\nraise SystemExit(3)")
+	if r["exit_code"].(float64) != 3 || len(artifactNames(r)) != 0 {
+		t.Fatalf("a failed run: %v", r)
+	}
+	r = d.python(sid, "open('/mnt/data/big.bin', 'wb').write(b'\\0' * 3000)\nopen('/mnt/data/a.csv', 'a').write('3,4\\n')")
+	if got := fmt.Sprint(artifactNames(r)); got != "[a.csv big.bin]" {
+		t.Fatalf("artifacts = %s, want [a.csv big.bin] (new and changed; fail.txt and the truncation run's nothing unchanged)", got)
+	}
+	for _, a := range r["artifacts"].([]any) {
+		a := a.(map[string]any)
+		if !strings.HasPrefix(a["download_url"].(string), d.base()+"/files/"+sid+"/") {
+			t.Errorf("download_url %v", a["download_url"])
+		}
+	}
+	tl := d.wantError("read_artifact", map[string]any{"session_id": sid, "path": "/mnt/data/big.bin"}, "artifact_too_large")
+	if tl["size_bytes"].(float64) != 3000 || !strings.Contains(fmt.Sprint(tl["download_url"]), "/files/"+sid+"/big.bin?") {
+		t.Fatalf("artifact_too_large must carry size_bytes and download_url: %v", tl)
+	}
+	if code, _, body := httpGet(t, tl["download_url"].(string)); code != 200 || len(body) != 3000 {
+		t.Fatalf("the too-large file downloads: %d %d", code, len(body))
+	}
+
+	// Timeout: exit_code -1, seed 000's message, nothing reported.
+	r = d.python(sid, "open('/mnt/data/late.txt', 'w').write('x')\nwhile True: pass")
+	if r["exit_code"].(float64) != -1 || r["stderr"] != "Execution timed out after 2 seconds" || len(artifactNames(r)) != 0 || r["duration_ms"].(float64) < 2000 {
+		t.Fatalf("timeout: %v", r)
+	}
+
+	// session_busy: one run at a time; uploads wait their turn too.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		callTool(t, d.c, "run_python", map[string]any{"session_id": sid, "code": "import time; time.sleep(1.5)"})
+	}()
+	time.Sleep(500 * time.Millisecond)
+	d.wantError("run_python", map[string]any{"session_id": sid, "code": "print(1)"}, "session_busy")
+	d.wantError("upload_file", map[string]any{"session_id": sid, "filename": "b.csv", "content_base64": "eA=="}, "session_busy")
+	wg.Wait()
+	if r := d.python(sid, "print(1)"); r["stdout"] != "1\n" {
+		t.Fatalf("after the busy run: %v", r)
+	}
+
+	// max_sessions, and close_session.
+	sid2 := d.upload("", "x.txt", "x")
+	d.wantError("upload_file", map[string]any{"filename": "y.txt", "content_base64": "eA=="}, "max_sessions")
+	d.wantError("run_python", map[string]any{"code": "print(1)"}, "max_sessions")
+	if v, isErr := d.call("close_session", map[string]any{"session_id": sid2}); isErr || v["status"] != "closed" {
+		t.Fatalf("close_session: %v", v)
+	}
+	d.wantError("close_session", map[string]any{"session_id": sid2}, "session_not_found")
+	d.wantError("list_artifacts", map[string]any{"session_id": sid2}, "session_not_found")
+	d.upload("", "y.txt", "y") // the slot is free again
+
+	// Logs: one JSON line per run with the seed's fields.
+	found := false
+	for _, line := range strings.Split(d.logs.String(), "\n") {
+		var l map[string]any
+		if json.Unmarshal([]byte(line), &l) == nil && l["msg"] == "run_python" && l["session_id"] == sid &&
+			l["run_id"] != nil && l["duration_ms"] != nil && l["exit_code"] != nil {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no JSON log line for run_python with session_id, run_id, duration_ms, exit_code:\n%s", d.logs.String())
+	}
+	// The audit log, read by the operator with srt-mcp audit.
+	out, err := exec.Command(nwBin(t), "audit", "--state-dir", d.state, sid).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("print(1)"))
+	for _, want := range []string{`"op":"upload_file"`, `"op":"run_python"`, `"code_sha256":"` + hex.EncodeToString(sum[:]) + `"`, `"op":"read_artifact"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("audit log lacks %s:\n%s", want, out)
+		}
+	}
+	list, _ := exec.Command(nwBin(t), "audit", "--state-dir", d.state).Output()
+	if !strings.Contains(string(list), sid2) {
+		t.Errorf("the closed session's audit log must remain: %s", list)
+	}
+}
+
+// TestDataDownloads: signed, expiring URLs; 403 for a bad or expired
+// signature, 404 for a missing file, headers for the browser.
+func TestDataDownloads(t *testing.T) {
+	d := startData(t)
+	sid := d.upload("", "report data.csv", "a,b\n")
+	r := d.python(sid, "open('/mnt/data/chart.svg', 'w').write('<svg xmlns=\"http://www.w3.org/2000/svg\"/>')")
+	u := r["artifacts"].([]any)[0].(map[string]any)["download_url"].(string)
+	code, h, body := httpGet(t, u)
+	if code != 200 || h.Get("Content-Type") != "image/svg+xml" || h.Get("X-Content-Type-Options") != "nosniff" ||
+		h.Get("Content-Disposition") != `attachment; filename=chart.svg` || !strings.HasPrefix(string(body), "<svg") {
+		t.Fatalf("download: %d %v %q", code, h, body)
+	}
+	future := time.Now().Add(time.Hour).Unix()
+	if code, h, _ := httpGet(t, signedURL(d.base(), sid, "report data.csv", future)); code != 200 || h.Get("Content-Type") != "text/csv" {
+		t.Fatalf("an escaped name: %d", code)
+	}
+	for name, url := range map[string]string{
+		"expired":         signedURL(d.base(), sid, "chart.svg", time.Now().Add(-time.Minute).Unix()),
+		"tampered sig":    strings.Replace(u, "sig=", "sig=00", 1),
+		"no sig":          d.base() + "/files/" + sid + "/chart.svg",
+		"other file":      strings.Replace(u, "chart.svg", "report%20data.csv", 1),
+		"exp moved":       strings.Replace(u, "exp=", "exp=9", 1),
+		"other session":   strings.Replace(u, sid, "sess_000000000000", 1),
+		"traversal sig'd": signedURL(d.base(), sid, "../../etc/passwd", future),
+	} {
+		if code, _, body := httpGet(t, url); code != 403 && !(name == "traversal sig'd" && code >= 400) {
+			t.Errorf("%s: want 403, got %d %s", name, code, body)
+		}
+	}
+	if code, _, _ := httpGet(t, signedURL(d.base(), sid, "missing.csv", future)); code != 404 {
+		t.Errorf("missing file: want 404, got %d", code)
+	}
+	if code, _, _ := httpGet(t, signedURL(d.base(), "sess_000000000000", "chart.svg", future)); code != 404 {
+		t.Errorf("missing session: want 404, got %d", code)
+	}
+	// The secret is generated and kept 0600 when none is configured.
+	plain := startServe(t)
+	var secret string
+	for i, a := range plain.cmd.Args {
+		if a == "--state-dir" {
+			secret = filepath.Join(plain.cmd.Args[i+1], "file-secret")
+		}
+	}
+	fi, err := os.Stat(secret)
+	if err != nil || fi.Mode().Perm() != 0o600 || fi.Size() < 32 {
+		t.Fatalf("generated secret %s: %v %v", secret, fi, err)
+	}
+}
+
+// TestDataIsolation: a session sees its own workspace and nothing else of
+// the state directory: not by path, not through a planted symlink, not
+// through /proc; and a data session has no network.
+func TestDataIsolation(t *testing.T) {
+	// The state directory lies inside a directory the operator lets
+	// sandboxes read: it must stay hidden all the same.
+	visible := t.TempDir()
+	d := startData(t, "--state-dir", filepath.Join(visible, "state"), "--allow-read", visible)
+	victim := d.upload("", "secret.txt", "victim's data")
+	attacker := d.upload("", "mine.txt", "x")
+	var victimHost string
+	_ = filepath.WalkDir(d.state, func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.Name() == "secret.txt" {
+			victimHost = p
+		}
+		return nil
+	})
+	if victimHost == "" || !strings.Contains(victimHost, victim) {
+		t.Fatalf("victim's file not found under %s", d.state)
+	}
+	// A long-running process of the victim's session, to look for in /proc.
+	marker := fmt.Sprintf("victim-marker-%d", time.Now().UnixNano())
+	v, isErr := d.call("execute_code_async", map[string]any{"session_id": victim, "command": "exec -a " + marker + " sleep 30"})
+	if isErr {
+		t.Fatalf("execute_code_async: %v", v)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(processesWith(marker)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	outside := t.TempDir()
+	code := fmt.Sprintf(`
+import os, glob, socket
+found = []
+for p in [%q, %q, %q]:
+    try:
+        open(p).read(); found.append("read " + p)
+    except OSError:
+        pass
+    if os.path.exists(p):
+        found.append("exists " + p)
+for p in glob.glob("/proc/[0-9]*/cmdline"):
+    try:
+        if "victim-" + %q in open(p).read():
+            found.append("proc " + p)
+    except OSError:
+        pass
+for p in glob.glob("/proc/[0-9]*/root/mnt/data/secret.txt") + glob.glob("/proc/[0-9]*/cwd/secret.txt"):
+    found.append("proc root " + p)
+try:
+    socket.create_connection(("127.0.0.1", %d), timeout=2); found.append("network")
+except OSError:
+    pass
+os.symlink(%q, "/mnt/data/leak.txt")
+os.symlink(%q, "/mnt/data/out")
+os.symlink("/", "/mnt/data/root")
+print("FOUND", found)
+`, victimHost, d.state, filepath.Dir(victimHost), strings.TrimPrefix(marker, "victim-"), ln.Addr().(*net.TCPAddr).Port, victimHost, outside)
+	r := d.python(attacker, code)
+	if r["exit_code"].(float64) != 0 || !strings.Contains(r["stdout"].(string), "FOUND []") {
+		t.Fatalf("the attacker's session reached outside its workspace: %v %v", r["stdout"], r["stderr"])
+	}
+	// The planted symlinks lead the server nowhere.
+	for _, p := range []string{"/mnt/data/leak.txt", "/mnt/data/root/etc/passwd", "/mnt/data/out/x"} {
+		d.wantError("read_artifact", map[string]any{"session_id": attacker, "path": p}, "invalid_path")
+	}
+	for _, p := range []string{"leak.txt", "out/new.txt", "root/tmp/pwned"} {
+		d.wantError("upload_file", map[string]any{"session_id": attacker, "filename": p, "content_base64": "cHduZWQ=", "overwrite": true}, "invalid_path")
+	}
+	if b, _ := os.ReadFile(victimHost); string(b) != "victim's data" {
+		t.Fatalf("the victim's file changed: %q", b)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Fatalf("an upload landed outside the workspace: %v", ents)
+	}
+	if _, err := os.Stat("/tmp/pwned"); err == nil {
+		t.Fatal("/tmp/pwned was written")
+	}
+	future := time.Now().Add(time.Hour).Unix()
+	for _, name := range []string{"leak.txt", "root/etc/passwd"} {
+		if code, _, body := httpGet(t, signedURL(d.base(), attacker, name, future)); code != 404 {
+			t.Errorf("download of %s through a symlink: %d %q", name, code, body)
+		}
+	}
+	// The same from execute_code, asking for the readable parent, and for
+	// the state directory itself (refused by name).
+	v, isErr = d.call("execute_code", map[string]any{"session_id": attacker, "command": "ls " + visible + "; cat " + victimHost + " && echo LEAKED",
+		"sandbox_config": map[string]any{"filesystem": map[string]any{"allow_read": []string{visible}}}})
+	if isErr || strings.Contains(fmt.Sprint(v["output"]), "LEAKED") || strings.Contains(fmt.Sprint(v["output"]), "victim's data") {
+		t.Fatalf("execute_code with allow_read of the state dir's parent: %v", v)
+	}
+	v, isErr = d.call("execute_code", map[string]any{"session_id": attacker, "command": "cat " + victimHost,
+		"sandbox_config": map[string]any{"filesystem": map[string]any{"allow_read": []string{filepath.Dir(victimHost)}}}})
+	if !isErr && strings.Contains(fmt.Sprint(v), "victim's data") {
+		t.Fatalf("allow_read inside the state dir: %v", v)
+	}
+	if !strings.Contains(fmt.Sprint(v), "srt-mcp keeps out of every sandbox") {
+		t.Errorf("allow_read inside the state dir must be refused by name: %v", v)
+	}
+	l, _ := d.call("list_artifacts", map[string]any{"session_id": attacker})
+	if fmt.Sprint(artifactNames(map[string]any{"artifacts": l["artifacts"]})) != "[mine.txt]" {
+		t.Errorf("list_artifacts shows symlinks: %v", l)
+	}
+	// One session's signature does not open another's file.
+	u := signedURL(d.base(), attacker, "secret.txt", future)
+	if code, _, _ := httpGet(t, strings.Replace(u, attacker, victim, 1)); code != 403 {
+		t.Errorf("a signature of one session opened another's file: %d", code)
+	}
+	d.call("close_session", map[string]any{"session_id": victim})
+	markerGone(t, marker)
+}
+
+// TestDataExecuteCodeSharesTheSession: execute_code with a session_id works
+// in the same /mnt/data as run_python.
+func TestDataExecuteCodeSharesTheSession(t *testing.T) {
+	d := startData(t)
+	sid := d.upload("", "in.csv", "n\n1\n2\n")
+	v, isErr := d.call("execute_code", map[string]any{"session_id": sid, "command": "pwd; cat in.csv | wc -l; echo shell > from_shell.txt"})
+	out := fmt.Sprint(v["output"])
+	if isErr || v["status"] != "completed" || !strings.Contains(out, "/mnt/data") || !strings.Contains(out, "3") {
+		t.Fatalf("execute_code in the session: %v", v)
+	}
+	if r := d.python(sid, "print(open('from_shell.txt').read().strip())"); r["stdout"] != "shell\n" {
+		t.Fatalf("run_python does not see execute_code's file: %v", r)
+	}
+	v, isErr = d.call("execute_code", map[string]any{"session_id": "sess_nothex", "command": "true"})
+	if !isErr || !strings.Contains(fmt.Sprint(v), "invalid_session_id") {
+		t.Fatalf("a malformed session_id: %v", v)
+	}
+}
+
+// TestDataTTLAndRestart: idle sessions expire; a server killed with -9
+// leaves workspaces that the next server on the same state dir removes,
+// and no sandbox process survives.
+func TestDataTTLAndRestart(t *testing.T) {
+	d := startData(t, "--data-session-ttl-minutes", "0.02") // 1.2 s
+	sid := d.upload("", "a.txt", "x")
+	// Watch the workspace, not the session: every tool call counts as use.
+	if ents, _ := filepath.Glob(filepath.Join(d.state, "sessions", "*", sid)); len(ents) != 1 {
+		t.Fatalf("the session's workspace: %v", ents)
+	}
+	deadline := time.Now().Add(8 * time.Second)
+	for {
+		if ents, _ := filepath.Glob(filepath.Join(d.state, "sessions", "*", sid)); len(ents) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the idle session did not expire")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	d.wantError("list_artifacts", map[string]any{"session_id": sid}, "session_not_found")
+
+	state := filepath.Join(t.TempDir(), "state")
+	port := freePort(t)
+	cmd := exec.Command(nwBin(t), "serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--state-dir", state)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	for i := 0; ; i++ {
+		if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port)); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if i > 200 {
+			t.Fatal("server did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c := connect(t, url)
+	v, _ := callTool(t, c, "upload_file", map[string]any{"filename": "left.txt", "content_base64": "eA=="})
+	old := v["session_id"].(string)
+	marker := fmt.Sprintf("%d", time.Now().UnixNano()%1000000+100000)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = "run_python", map[string]any{"session_id": old, "code": "import time; time.sleep(300." + marker + ")"}
+		_, _ = c.CallTool(context.Background(), req)
+	}()
+	deadline = time.Now().Add(10 * time.Second)
+	for len(processesWith("300."+marker)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the run never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	waitNoProcesses(t, "300."+marker, 5*time.Second)
+	if ents, _ := filepath.Glob(filepath.Join(state, "sessions", "*", old)); len(ents) != 1 {
+		t.Fatalf("expected the killed server's workspace to be left behind: %v", ents)
+	}
+	s2 := startServe(t, "--state-dir", state)
+	if ents, _ := filepath.Glob(filepath.Join(state, "sessions", "*", old)); len(ents) != 0 {
+		t.Fatalf("the next server did not remove the leftovers: %v", ents)
+	}
+	if !strings.Contains(s2.logs.String(), "removed the workspaces a previous server left behind") {
+		t.Errorf("start-up cleanup not logged: %s", s2.logs.String())
+	}
+	c2 := connect(t, s2.url)
+	if v, isErr := callTool(t, c2, "list_artifacts", map[string]any{"session_id": old}); !isErr || v["error"] != "session_not_found" {
+		t.Fatalf("a dead server's session came back: %v", v)
+	}
+}
+
+// TestDataMissingPython: a clear error naming what to install.
+func TestDataMissingPython(t *testing.T) {
+	d := startData(t, "--python", "/nonexistent/python3")
+	v := d.wantError("run_python", map[string]any{"code": "print(1)"}, "command_not_found")
+	if !strings.Contains(v["message"].(string), "apt-get install -y python3 python3-pandas") {
+		t.Fatalf("the message must say what to install: %v", v)
+	}
+	d2 := startData(t)
+	r := d2.python("", "import surely_not_a_module_xyz")
+	if r["exit_code"].(float64) != 1 || !strings.Contains(fmt.Sprint(r["hint"]), "surely_not_a_module_xyz is not available") {
+		t.Fatalf("a missing module: %v", r)
+	}
+}
