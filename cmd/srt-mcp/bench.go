@@ -23,6 +23,7 @@ to minimal bwrap (the issue's goal is at most 1.3x).`,
 		&cli.IntFlag{Name: "warmup", Value: 5, Usage: "unmeasured rounds first"},
 		&cli.StringFlag{Name: "python", Value: "/usr/bin/python3", Usage: "interpreter to run"},
 		&cli.BoolFlag{Name: "mcp", Usage: "instead: execute_code(python3 -c print(1)) over Streamable HTTP vs minimal bwrap, p50/p99"},
+		&cli.BoolFlag{Name: "data", Usage: "instead: run_python(print(2+2)) in a warm session and the first import pandas, seaborn of a new session, vs bare python3 and minimal bwrap"},
 		&cli.BoolFlag{Name: "net", Usage: "instead: curl a 200 MB file and a small file over loopback, direct vs through the sandbox's proxy (CONNECT)"},
 	},
 	Action: runBench,
@@ -37,6 +38,9 @@ type benchCase struct {
 func runBench(c *cli.Context) error {
 	if c.Bool("net") {
 		return runNetBench(c)
+	}
+	if c.Bool("data") {
+		return runDataBench(c)
 	}
 	if c.Bool("mcp") {
 		return runMCPBench(c)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,86 +18,149 @@ import (
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
-// runMCPBench times execute_code(python3 -c "print(1)") over Streamable HTTP
-// against a real srt-mcp serve, interleaved with minimal bwrap running the
-// same Python, and prints p50/p99 of both and the ratio.
-func runMCPBench(c *cli.Context) error {
+// benchServer is a real srt-mcp serve on a loopback port with a private
+// state directory, and a minimal Streamable HTTP client for it.
+type benchServer struct {
+	cmd   *exec.Cmd
+	url   string
+	state string
+	cl    *http.Client
+	sid   string
+	id    int
+}
+
+func startBenchServer() (*benchServer, error) {
 	self, _ := os.Executable()
-	bwrap, err := runner.FindBwrap()
-	if err != nil {
-		return cli.Exit("bench needs bwrap", 1)
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	srv := exec.Command(self, "serve", "--port", fmt.Sprint(port))
-	srv.Stderr = io.Discard
-	if err := srv.Start(); err != nil {
-		return err
+	state, err := os.MkdirTemp("", "srt-mcp-bench-")
+	if err != nil {
+		return nil, err
 	}
-	defer func() { _ = srv.Process.Signal(os.Interrupt); _ = srv.Wait() }()
-	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	b := &benchServer{url: fmt.Sprintf("http://127.0.0.1:%d/mcp", port), state: state,
+		cl: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
+	b.cmd = exec.Command(self, "serve", "--port", fmt.Sprint(port), "--state-dir", state)
+	b.cmd.Stderr = io.Discard
+	if err := b.cmd.Start(); err != nil {
+		return nil, err
+	}
 	for i := 0; ; i++ {
 		if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port)); err == nil {
 			resp.Body.Close()
 			break
 		}
 		if i > 200 {
-			return cli.Exit("srt-mcp serve did not come up", 1)
+			b.stop()
+			return nil, errors.New("srt-mcp serve did not come up")
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	cl := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-	sid := ""
-	rpc := func(body string) (map[string]any, error) {
-		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-		}
-		resp, err := cl.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
-			sid = s
-		}
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode == http.StatusAccepted {
-			return nil, nil
-		}
-		if i := bytes.Index(b, []byte("data: ")); i >= 0 { // an SSE-framed reply
-			b = b[i+6:]
-		}
-		var v map[string]any
-		if err := json.Unmarshal(b, &v); err != nil {
-			return nil, fmt.Errorf("bad reply %q: %v", b, err)
-		}
-		return v, nil
+	if _, err := b.rpc("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "bench", "version": "1"}}); err != nil {
+		b.stop()
+		return nil, err
 	}
-	if _, err := rpc(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`); err != nil {
+	_, _ = b.rpc("notifications/initialized", nil)
+	return b, nil
+}
+
+func (b *benchServer) stop() {
+	_ = b.cmd.Process.Signal(os.Interrupt)
+	_ = b.cmd.Wait()
+	_ = os.RemoveAll(b.state)
+}
+
+// rpc sends one JSON-RPC request (a notification when params is nil and
+// the method starts with "notifications/") and returns its result.
+func (b *benchServer) rpc(method string, params any) (map[string]any, error) {
+	msg := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	if !strings.HasPrefix(method, "notifications/") {
+		b.id++
+		msg["id"] = b.id
+	}
+	body, _ := json.Marshal(msg)
+	req, _ := http.NewRequest("POST", b.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if b.sid != "" {
+		req.Header.Set("Mcp-Session-Id", b.sid)
+	}
+	resp, err := b.cl.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
+		b.sid = s
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusAccepted {
+		return nil, nil
+	}
+	if i := bytes.Index(raw, []byte("data: ")); i >= 0 { // an SSE-framed reply
+		raw = raw[i+6:]
+	}
+	var v struct {
+		Result map[string]any `json:"result"`
+		Error  any            `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("bad reply %q: %v", raw, err)
+	}
+	if v.Error != nil {
+		return nil, fmt.Errorf("%s: %v", method, v.Error)
+	}
+	return v.Result, nil
+}
+
+// tool calls a tool and returns its structured content; a tool error is
+// an error.
+func (b *benchServer) tool(name string, args map[string]any) (map[string]any, error) {
+	res, err := b.rpc("tools/call", map[string]any{"name": name, "arguments": args})
+	if err != nil {
+		return nil, err
+	}
+	sc, _ := res["structuredContent"].(map[string]any)
+	if res["isError"] == true {
+		return nil, fmt.Errorf("%s: %v", name, sc)
+	}
+	return sc, nil
+}
+
+func sinceMS(start time.Time) float64 { return float64(time.Since(start).Microseconds()) / 1000 }
+
+// runMCPBench times execute_code(python3 -c "print(1)") over Streamable HTTP
+// against a real srt-mcp serve, interleaved with minimal bwrap running the
+// same Python, and prints p50/p99 of both and the ratio.
+func runMCPBench(c *cli.Context) error {
+	bwrap, err := runner.FindBwrap()
+	if err != nil {
+		return cli.Exit("bench needs bwrap", 1)
+	}
+	b, err := startBenchServer()
+	if err != nil {
 		return cli.Exit(err.Error(), 1)
 	}
-	_, _ = rpc(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	defer b.stop()
 	py := c.String("python")
 	call := func() (float64, error) {
 		start := time.Now()
-		v, err := rpc(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"command":"` + py + ` -c \"print(1)\""}}}`)
+		sc, err := b.tool("execute_code", map[string]any{"command": py + ` -c "print(1)"`})
 		if err != nil {
 			return 0, err
 		}
-		res, _ := v["result"].(map[string]any)
-		sc, _ := res["structuredContent"].(map[string]any)
 		if sc["status"] != "completed" || fmt.Sprint(sc["exit_code"]) != "0" {
-			return 0, fmt.Errorf("execute_code: %v", v)
+			return 0, fmt.Errorf("execute_code: %v", sc)
 		}
-		return float64(time.Since(start).Microseconds()) / 1000, nil
+		return sinceMS(start), nil
 	}
 	bw := func() (float64, error) {
 		start := time.Now()
