@@ -68,6 +68,7 @@ type Session struct {
 	ID        string
 	Dir       string // state/<id>
 	Workspace string // state/<id>/data, mounted at /mnt/data
+	Cache     string // state/<id>/cache, the sandbox's ~/.cache (matplotlib's font cache, ...)
 	Created   time.Time
 
 	mu       sync.Mutex
@@ -130,6 +131,31 @@ func NewSessions(cfg SessionConfig) (*Sessions, error) {
 	return s, nil
 }
 
+// CacheTemplate is the directory copied into each new session's cache
+// (caches built once by the server, such as matplotlib's font list), or ""
+// while there is none.
+func (s *Sessions) CacheTemplate() string {
+	t := filepath.Join(s.cfg.StateDir, "cache-template")
+	if _, err := os.Stat(t); err != nil {
+		return ""
+	}
+	return t
+}
+
+// SetCacheTemplate installs dir (built by the caller, inside the state
+// directory) as the cache template, replacing any older one.
+func (s *Sessions) SetCacheTemplate(dir string) error {
+	t := filepath.Join(s.cfg.StateDir, "cache-template")
+	old := t + ".old"
+	_ = os.RemoveAll(old)
+	_ = os.Rename(t, old)
+	defer os.RemoveAll(old)
+	return os.Rename(dir, t)
+}
+
+// StateDir is the directory the sessions live in.
+func (s *Sessions) StateDir() string { return s.cfg.StateDir }
+
 // OnEnd registers a function called when a session closes (to cancel its
 // executions).
 func (s *Sessions) OnEnd(f func(*Session)) { s.onEnd = f }
@@ -175,9 +201,14 @@ func (s *Sessions) GetOrCreate(id string) (*Session, bool, error) {
 		return nil, false, sessErr("max_sessions", "Maximum %d concurrent sessions reached. Close an existing session first.", s.cfg.Max)
 	}
 	dir := filepath.Join(s.dir, id)
-	ss := &Session{ID: id, Dir: dir, Workspace: filepath.Join(dir, "data"), Created: time.Now(), lastUsed: time.Now()}
-	if err := os.MkdirAll(ss.Workspace, 0o700); err != nil {
-		return nil, false, err
+	ss := &Session{ID: id, Dir: dir, Workspace: filepath.Join(dir, "data"), Cache: filepath.Join(dir, "cache"), Created: time.Now(), lastUsed: time.Now()}
+	for _, d := range []string{ss.Workspace, ss.Cache} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, false, err
+		}
+	}
+	if t := s.CacheTemplate(); t != "" {
+		_ = os.CopyFS(ss.Cache, os.DirFS(t)) // a head start only: a failure costs time, not correctness
 	}
 	// The audit log outlives the session: the operator reads it later.
 	if err := os.MkdirAll(AuditDir(s.cfg.StateDir), 0o700); err == nil {

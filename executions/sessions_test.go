@@ -336,3 +336,34 @@ func TestMIMEType(t *testing.T) {
 		}
 	}
 }
+
+func TestCacheTemplate(t *testing.T) {
+	s := newSessions(t, SessionConfig{})
+	before, _, _ := s.GetOrCreate("")
+	build := filepath.Join(s.StateDir(), "cache-build-x")
+	if err := os.MkdirAll(filepath.Join(build, "matplotlib"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(build, "matplotlib", "fontlist.json"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetCacheTemplate(build); err != nil {
+		t.Fatal(err)
+	}
+	ss, _, _ := s.GetOrCreate("")
+	seeded := filepath.Join(ss.Cache, "matplotlib", "fontlist.json")
+	if b, err := os.ReadFile(seeded); err != nil || string(b) != "{}" {
+		t.Fatalf("a new session's cache starts from the template: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(before.Cache, "matplotlib")); !os.IsNotExist(err) {
+		t.Errorf("an older session's cache changed: %v", err)
+	}
+	// A session's writes stay its own.
+	if err := os.WriteFile(seeded, []byte("poisoned"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other, _, _ := s.GetOrCreate("")
+	if b, _ := os.ReadFile(filepath.Join(other.Cache, "matplotlib", "fontlist.json")); string(b) != "{}" {
+		t.Fatalf("one session's cache reached the next: %q", b)
+	}
+}

@@ -338,7 +338,15 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 				}
 				return toolError("internal_error", err.Error()), nil
 			}
-			spec.Mounts = []runner.ExtraMount{{Src: ss.Workspace, Dst: executions.WorkspaceMount, Writable: true}}
+			spec.Mounts = sessionMounts(ss)
+			for k, v := range sessionEnv() {
+				if _, set := spec.Env[k]; !set {
+					if spec.Env == nil {
+						spec.Env = map[string]string{}
+					}
+					spec.Env[k] = v
+				}
+			}
 			if a.WorkingDirectory == "" {
 				spec.Cwd = executions.WorkspaceMount
 			}
