@@ -353,6 +353,7 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 		}
 		owner := ownerFrom(ctx)
 		e, err := s.mgr.Start(owner, a.Command, spec)
+		released := make(chan struct{}) // the session is free again
 		if ss != nil {
 			if err != nil {
 				ss.Release()
@@ -369,8 +370,11 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 					}
 					s.audit(ss, v)
 					ss.Release()
+					close(released)
 				}()
 			}
+		} else {
+			close(released)
 		}
 		if err != nil {
 			var le *executions.LimitError
@@ -389,6 +393,9 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 		if ctx.Err() != nil && !sn.State.Done() {
 			// The client went away or cancelled the call: so does the run.
 			_ = e.Cancel(true)
+		}
+		if sn.State.Done() {
+			<-released // the caller's next call in this session must not find it busy
 		}
 		return structured(result(sn), summary(sn), sn.State == executions.StateFailed), nil
 	}
