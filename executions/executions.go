@@ -145,6 +145,14 @@ type Execution struct {
 // Start launches spec for owner. It refuses, never queues, when a limit is
 // reached.
 func (m *Manager) Start(owner, label string, spec runner.Spec) (*Execution, error) {
+	return m.StartWith(owner, label, spec, m.cfg.Start)
+}
+
+// Starter returns the Manager's own launcher.
+func (m *Manager) Starter() Starter { return m.cfg.Start }
+
+// StartWith is Start with another launcher (a data session's backend).
+func (m *Manager) StartWith(owner, label string, spec runner.Spec, start Starter) (*Execution, error) {
 	m.mu.Lock()
 	if m.total >= m.cfg.MaxConcurrent {
 		m.mu.Unlock()
@@ -163,7 +171,7 @@ func (m *Manager) Start(owner, label string, spec runner.Spec) (*Execution, erro
 
 	spec.ID = e.ID
 	spec.Version = runner.SpecVersion
-	h, err := m.cfg.Start(spec, e.onEvent)
+	h, err := start(spec, e.onEvent)
 	if err != nil {
 		e.onEvent(runner.Event{Seq: 1, Type: runner.EventError, TS: float64(time.Now().UnixNano()) / 1e9,
 			ErrCode: runner.ErrCodeInternal, Message: err.Error()})

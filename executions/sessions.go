@@ -44,7 +44,13 @@ type SessionConfig struct {
 	TTL time.Duration
 	// Max is the most open sessions (default 10).
 	Max int
+	// Owner, when set, owns every directory and file the server creates in
+	// a session (a container backend's unprivileged user must write them).
+	Owner *Owner
 }
+
+// Owner is a uid and gid.
+type Owner struct{ UID, GID int }
 
 // Sessions owns the data sessions: a workspace directory each, mounted at
 // /mnt/data in that session's sandboxes, one run at a time, an idle TTL, a
@@ -70,6 +76,8 @@ type Session struct {
 	Workspace string // state/<id>/data, mounted at /mnt/data
 	Cache     string // state/<id>/cache, the sandbox's ~/.cache (matplotlib's font cache, ...)
 	Created   time.Time
+
+	owner *Owner
 
 	mu       sync.Mutex
 	closers  map[int]func() // runs to stop when the session ends
@@ -153,8 +161,33 @@ func (s *Sessions) SetCacheTemplate(dir string) error {
 	return os.Rename(dir, t)
 }
 
+// Owner is who owns the sessions' files (nil: the server).
+func (s *Sessions) Owner() *Owner { return s.cfg.Owner }
+
 // StateDir is the directory the sessions live in.
 func (s *Sessions) StateDir() string { return s.cfg.StateDir }
+
+// Instance names this server's instance directory (see InstanceAlive).
+func (s *Sessions) Instance() string { return filepath.Base(s.dir) }
+
+// InstanceAlive reports whether the server that owns instance under
+// stateDir is running (it holds its lock). Sandboxes labelled with a dead
+// instance are orphans.
+func InstanceAlive(stateDir, instance string) bool {
+	if stateDir == "" || instance == "" || strings.ContainsAny(instance, "/\\") || instance == ".." {
+		return false
+	}
+	lock, err := os.OpenFile(filepath.Join(stateDir, "sessions", instance, "lock"), os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	return false
+}
 
 // OnEnd registers a function called when a session closes (to cancel its
 // executions).
@@ -202,6 +235,7 @@ func (s *Sessions) GetOrCreate(id string) (*Session, bool, error) {
 	}
 	dir := filepath.Join(s.dir, id)
 	ss := &Session{ID: id, Dir: dir, Workspace: filepath.Join(dir, "data"), Cache: filepath.Join(dir, "cache"), Created: time.Now(), lastUsed: time.Now()}
+	ss.owner = s.cfg.Owner
 	for _, d := range []string{ss.Workspace, ss.Cache} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, false, err
@@ -209,6 +243,16 @@ func (s *Sessions) GetOrCreate(id string) (*Session, bool, error) {
 	}
 	if t := s.CacheTemplate(); t != "" {
 		_ = os.CopyFS(ss.Cache, os.DirFS(t)) // a head start only: a failure costs time, not correctness
+	}
+	if o := ss.owner; o != nil {
+		for _, d := range []string{ss.Workspace, ss.Cache} {
+			_ = filepath.WalkDir(d, func(p string, _ fs.DirEntry, err error) error {
+				if err == nil {
+					err = os.Lchown(p, o.UID, o.GID)
+				}
+				return err
+			})
+		}
 	}
 	// The audit log outlives the session: the operator reads it later.
 	if err := os.MkdirAll(AuditDir(s.cfg.StateDir), 0o700); err == nil {
@@ -535,6 +579,9 @@ func (ss *Session) WriteFile(rel string, data []byte, overwrite bool) (string, e
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
+	if werr == nil && ss.owner != nil {
+		werr = ss.chownPath(r, tmp)
+	}
 	if werr == nil {
 		werr = r.Rename(tmp, rel)
 	}
@@ -543,6 +590,16 @@ func (ss *Session) WriteFile(rel string, data []byte, overwrite bool) (string, e
 		return "", fileErr(rel, werr)
 	}
 	return WorkspaceMount + "/" + rel, nil
+}
+
+// chownPath hands rel and the directories above it to the session's owner.
+func (ss *Session) chownPath(r *os.Root, rel string) error {
+	for p := rel; p != "." && p != "/"; p = path.Dir(p) {
+		if err := r.Lchown(p, ss.owner.UID, ss.owner.GID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ReadFile reads a regular workspace file of at most max bytes (0: no

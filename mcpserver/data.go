@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -33,14 +34,15 @@ import (
 // DataConfig sets seed 000's limits (env names in the README).
 type DataConfig struct {
 	Sessions        *executions.Sessions
-	Python          string        // interpreter inside the sandbox (/usr/bin/python3)
-	ExecTimeout     time.Duration // SANDBOX_EXEC_TIMEOUT_S (60s)
-	MaxOutputBytes  int64         // SANDBOX_MAX_OUTPUT_BYTES (100 KB) per stream
-	MaxCodeBytes    int           // SANDBOX_MAX_CODE_BYTES (100 KB)
-	MaxUploadBytes  int64         // SANDBOX_MAX_UPLOAD_BYTES (50 MB)
-	MaxArtifactRead int64         // SANDBOX_MAX_ARTIFACT_READ_BYTES (10 MB)
-	Files           *FileSigner   // signs download URLs; nil: no download_url
-	PreviewBytes    int           // largest image preview (64 KB)
+	Python          string             // interpreter inside the sandbox (/usr/bin/python3)
+	ExecTimeout     time.Duration      // SANDBOX_EXEC_TIMEOUT_S (60s)
+	MaxOutputBytes  int64              // SANDBOX_MAX_OUTPUT_BYTES (100 KB) per stream
+	MaxCodeBytes    int                // SANDBOX_MAX_CODE_BYTES (100 KB)
+	MaxUploadBytes  int64              // SANDBOX_MAX_UPLOAD_BYTES (50 MB)
+	MaxArtifactRead int64              // SANDBOX_MAX_ARTIFACT_READ_BYTES (10 MB)
+	Files           *FileSigner        // signs download URLs; nil: no download_url
+	Backend         executions.Backend // native (default) or docker
+	PreviewBytes    int                // largest image preview (64 KB)
 }
 
 func (s *Server) addDataTools(dc DataConfig) {
@@ -68,10 +70,16 @@ func (s *Server) addDataTools(dc DataConfig) {
 	if dc.PreviewBytes <= 0 {
 		dc.PreviewBytes = 64 << 10
 	}
+	if dc.Backend == nil {
+		dc.Backend = &executions.Native{Launch: s.mgr.Starter()}
+	}
 	s.data = &dc
 	go s.buildCacheTemplate()
 	dc.Sessions.OnEnd(func(ss *executions.Session) {
 		s.mgr.CancelOwner(dataOwner(ss.ID), true)
+		if err := dc.Backend.Destroy(ss.ID); err != nil {
+			s.cfg.Logger.Warn("removing a session's sandbox", "session_id", ss.ID, "error", err)
+		}
 	})
 	sessionProp := `"session_id": {"type": "string", "description": "Session to use (sess_ + 12 hex digits). Omit to start a new session; the reply always names it."}`
 	requiredSession := `"session_id": {"type": "string", "description": "An existing session (sess_ + 12 hex digits)."}`
@@ -108,11 +116,21 @@ func (s *Server) addDataTools(dc DataConfig) {
 // session's cache starts from: matplotlib's font list then costs its half
 // second once per server instead of once per session.
 func (s *Server) buildCacheTemplate() {
-	dir, err := os.MkdirTemp(s.data.Sessions.StateDir(), "cache-build-")
+	tmp, err := os.MkdirTemp(s.data.Sessions.StateDir(), "cache-build-")
 	if err != nil {
 		return
 	}
-	defer os.RemoveAll(dir)
+	defer os.RemoveAll(tmp)
+	box := executions.Box{SessionID: "cache-template", Workspace: filepath.Join(tmp, "data"), Cache: filepath.Join(tmp, "cache")}
+	for _, d := range []string{box.Workspace, box.Cache} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return
+		}
+		if o := s.data.Sessions.Owner(); o != nil {
+			_ = os.Chown(d, o.UID, o.GID)
+		}
+	}
+	defer func() { _ = s.data.Backend.Destroy(box.SessionID) }()
 	p := s.cfg.Ceiling
 	p.Network = policy.Network{}
 	p.Filesystem = policy.Filesystem{}
@@ -123,11 +141,11 @@ func (s *Server) buildCacheTemplate() {
 		Cwd:     runner.SandboxTmp,
 		Policy:  p,
 		Stdin:   runner.StdinNull,
-		Mounts:  []runner.ExtraMount{{Src: dir, Dst: sessionCache, Writable: true}},
-		Env:     sessionEnv(),
 		Hide:    s.cfg.Hide,
 	}
-	e, err := s.mgr.Start("server", "cache-template", spec)
+	e, err := s.mgr.StartWith("server", "cache-template", spec, func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+		return s.data.Backend.Start(box, spec, sink)
+	})
 	if err != nil {
 		return
 	}
@@ -136,8 +154,16 @@ func (s *Server) buildCacheTemplate() {
 		s.cfg.Logger.Debug("no cache template for data sessions (matplotlib missing?)", "end", sn.End)
 		return
 	}
-	if err := s.data.Sessions.SetCacheTemplate(dir); err != nil {
+	if err := s.data.Sessions.SetCacheTemplate(box.Cache); err != nil {
 		s.cfg.Logger.Warn("cache template", "error", err)
+	}
+}
+
+// starter launches runs of a session on its backend.
+func (s *Server) starter(ss *executions.Session) executions.Starter {
+	box := executions.BoxOf(ss)
+	return func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+		return s.data.Backend.Start(box, spec, sink)
 	}
 }
 
@@ -256,7 +282,7 @@ func (s *Server) handleRunPython(ctx context.Context, req mcp.CallToolRequest) (
 	runID := newRunID()
 	before := ss.Listing()
 	spec := s.dataSpec(ss, []string{s.data.Python, "-c", a.Code})
-	e, err := s.mgr.Start(dataOwner(ss.ID), "run_python", spec)
+	e, err := s.mgr.StartWith(dataOwner(ss.ID), "run_python", spec, s.starter(ss))
 	if err != nil {
 		return fromErr(err), nil
 	}
@@ -302,28 +328,8 @@ func (s *Server) dataSpec(ss *executions.Session, argv []string) runner.Spec {
 		Home:    s.cfg.Home,
 		Policy:  p,
 		Stdin:   runner.StdinNull,
-		Mounts:  sessionMounts(ss),
-		Env:     sessionEnv(),
 		Hide:    s.cfg.Hide,
 	}
-}
-
-// sessionCache is where a session's cache directory appears: the sandbox's
-// ~/.cache, kept between the session's runs so matplotlib builds its font
-// cache once per session instead of once per run (half a second).
-const sessionCache = runner.SandboxHome + "/.cache"
-
-// sessionMounts are a session's directories in its sandboxes: the
-// workspace at /mnt/data and its cache at ~/.cache, both writable.
-func sessionMounts(ss *executions.Session) []runner.ExtraMount {
-	return []runner.ExtraMount{
-		{Src: ss.Workspace, Dst: executions.WorkspaceMount, Writable: true},
-		{Src: ss.Cache, Dst: sessionCache, Writable: true},
-	}
-}
-
-func sessionEnv() map[string]string {
-	return map[string]string{"MPLCONFIGDIR": sessionCache + "/matplotlib", "XDG_CACHE_HOME": sessionCache}
 }
 
 // dataPackages are the Debian packages of the Python data profile.

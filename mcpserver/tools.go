@@ -338,21 +338,16 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 				}
 				return toolError("internal_error", err.Error()), nil
 			}
-			spec.Mounts = sessionMounts(ss)
-			for k, v := range sessionEnv() {
-				if _, set := spec.Env[k]; !set {
-					if spec.Env == nil {
-						spec.Env = map[string]string{}
-					}
-					spec.Env[k] = v
-				}
-			}
 			if a.WorkingDirectory == "" {
 				spec.Cwd = executions.WorkspaceMount
 			}
 		}
 		owner := ownerFrom(ctx)
-		e, err := s.mgr.Start(owner, a.Command, spec)
+		start := s.mgr.Starter()
+		if ss != nil {
+			start = s.starter(ss)
+		}
+		e, err := s.mgr.StartWith(owner, a.Command, spec, start)
 		released := make(chan struct{}) // the session is free again
 		if ss != nil {
 			if err != nil {

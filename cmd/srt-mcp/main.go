@@ -33,6 +33,7 @@ func main() {
 			benchCommand,
 			serveCommand,
 			auditCommand,
+			imageCommand,
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {},

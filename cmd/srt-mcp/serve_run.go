@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/srt-mcp/srt-mcp/dockerbox"
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/mcpserver"
 	"github.com/srt-mcp/srt-mcp/runner"
@@ -58,15 +59,34 @@ func runServe(c *cli.Context) error {
 	if stateDir == "" {
 		stateDir = defaultStateDir(home)
 	}
-	sessions, err := executions.NewSessions(executions.SessionConfig{
+	scfg := executions.SessionConfig{
 		StateDir: stateDir, TTL: time.Duration(c.Float64("data-session-ttl-minutes") * float64(time.Minute)), Max: c.Int("max-sessions"),
-	})
+	}
+	backendName := c.String("backend")
+	switch backendName {
+	case "native":
+	case "docker":
+		scfg.Owner = dockerbox.FileOwner()
+	default:
+		return cli.Exit(fmt.Sprintf("--backend %q: use native or docker", backendName), exitUsage)
+	}
+	sessions, err := executions.NewSessions(scfg)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("state directory %s: %v", stateDir, err), 1)
 	}
 	defer sessions.Shutdown()
 	if sessions.Recovered > 0 {
 		logger.Info("removed the workspaces a previous server left behind", "state_dir", stateDir, "sessions", sessions.Recovered)
+	}
+	var backend executions.Backend
+	if backendName == "docker" {
+		db, err := dockerBackend(c, stateDir, sessions.Instance(), logger)
+		if err != nil {
+			return cli.Exit(err.Error(), 1)
+		}
+		defer db.Close()
+		defer db.RemoveAll(context.Background())
+		backend = db
 	}
 	secret, err := mcpserver.LoadOrCreateSecret(c.String("file-secret"), stateDir)
 	if err != nil {
@@ -84,7 +104,7 @@ func runServe(c *cli.Context) error {
 		Data: mcpserver.DataConfig{
 			Sessions: sessions, Python: c.String("python"), ExecTimeout: time.Duration(c.Int("exec-timeout-seconds")) * time.Second,
 			MaxOutputBytes: c.Int64("max-output-bytes"), MaxCodeBytes: c.Int("max-code-bytes"), MaxUploadBytes: c.Int64("max-upload-bytes"),
-			MaxArtifactRead: c.Int64("max-artifact-read-bytes"), Files: signer,
+			MaxArtifactRead: c.Int64("max-artifact-read-bytes"), Files: signer, Backend: backend,
 		}}, mgr)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -1,0 +1,387 @@
+package dockerbox
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+
+	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/runner"
+)
+
+// pidDir holds, inside the container, one file per run with the pid of the
+// run's session leader: every process the run starts is in that session's
+// process group, so timeout and cancel signal the whole tree (Docker has
+// no call to kill an exec).
+const pidDir = "/tmp/.srt-mcp-exec"
+
+// Start implements executions.Backend: a docker exec in the session's
+// container, streamed as runner events.
+func (b *Backend) Start(box executions.Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+	if err := checkSpec(spec); err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	cid, err := b.Container(ctx, box)
+	if err != nil {
+		return nil, err
+	}
+	runID := spec.ID
+	if runID == "" {
+		runID = uuid.NewString()
+	}
+	pidFile := pidDir + "/" + runID
+	// setsid -w: a new session whose leader writes its pid, then becomes
+	// the command; setsid waits and returns its status.
+	argv := append([]string{"/usr/bin/setsid", "-w", "/bin/sh", "-c",
+		`mkdir -p ` + pidDir + ` && echo $$ > ` + pidFile + ` && exec "$@"`, "sh"}, spec.Argv...)
+	env := []string{}
+	for k, v := range executions.SessionEnv() {
+		if _, set := spec.Env[k]; !set {
+			env = append(env, k+"="+v)
+		}
+	}
+	for k, v := range spec.Env {
+		env = append(env, k+"="+v)
+	}
+	tty := spec.Stdin == runner.StdinPTY
+	withStdin := spec.Stdin != runner.StdinNull
+	cwd := spec.Cwd
+	if cwd == "" {
+		cwd = executions.WorkspaceMount
+	}
+	size := client.ConsoleSize{Height: uint(spec.Rows), Width: uint(spec.Cols)}
+	if tty && size.Height == 0 {
+		size = client.ConsoleSize{Height: 24, Width: 80}
+	}
+	oomBefore := b.oomKills(cid)
+	ex, err := b.cli.ExecCreate(ctx, cid, client.ExecCreateOptions{
+		User: b.uid, TTY: tty, ConsoleSize: size, AttachStdin: withStdin, AttachStdout: true, AttachStderr: true,
+		Env: env, WorkingDir: cwd, Cmd: argv,
+	})
+	if err != nil {
+		if b.dead(cid) {
+			b.forget(box.SessionID, cid)
+			return nil, &runner.Error{Code: ErrCodeContainerDied, Message: "the session's container is gone (killed or removed); the next call starts a new one"}
+		}
+		return nil, b.engineErr("docker exec", err)
+	}
+	att, err := b.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{TTY: tty, ConsoleSize: size})
+	if err != nil {
+		return nil, b.engineErr("docker exec attach", err)
+	}
+	e := &execRun{b: b, cid: cid, session: box.SessionID, execID: ex.ID, pidFile: pidFile, att: att, sink: sink,
+		start: time.Now(), done: make(chan struct{}), oomBefore: oomBefore,
+		max: spec.Policy.Limits.MaxOutputBytes, grace: spec.Grace.Std()}
+	if e.grace <= 0 {
+		e.grace = 2 * time.Second
+	}
+	if !withStdin {
+		_ = att.CloseWrite()
+	}
+	e.emit(runner.Event{Type: runner.EventReady})
+	if t := spec.Policy.Limits.Timeout.Std(); t > 0 {
+		e.timer = time.AfterFunc(t, func() { e.stop(runner.EventTimeout, t) })
+	}
+	go e.pump(tty)
+	return e, nil
+}
+
+// checkSpec refuses what a container cannot honour per call.
+func checkSpec(spec runner.Spec) error {
+	fs := spec.Policy.Filesystem
+	if len(fs.AllowRead)+len(fs.AllowWrite) > 0 {
+		return &runner.Error{Code: runner.ErrCodeInvalidPolicy, Message: "the Docker backend mounts only the session's /mnt/data; remove filesystem.allow_read/allow_write (or use --backend native)"}
+	}
+	if len(spec.Policy.Network.AllowedDomains) > 0 {
+		return &runner.Error{Code: runner.ErrCodeInvalidPolicy, Message: "the Docker backend runs without network; remove network.allowed_domains (or use --backend native)"}
+	}
+	if len(spec.Argv) == 0 {
+		return &runner.Error{Code: runner.ErrCodeInvalidSpec, Message: "no command"}
+	}
+	return nil
+}
+
+type execRun struct {
+	b         *Backend
+	cid       string
+	session   string
+	execID    string
+	pidFile   string
+	att       client.ExecAttachResult
+	sink      func(runner.Event)
+	start     time.Time
+	timer     *time.Timer
+	max       int64
+	grace     time.Duration
+	oomBefore int64
+
+	mu       sync.Mutex
+	seq      uint64
+	reason   string // timeout or cancelled, once decided
+	timeout  time.Duration
+	trunc    map[string]bool
+	sent     map[string]int64
+	end      *runner.Event
+	done     chan struct{}
+	killOnce sync.Once
+}
+
+func (e *execRun) emit(ev runner.Event) {
+	e.mu.Lock()
+	if e.end != nil {
+		e.mu.Unlock()
+		return
+	}
+	e.seq++
+	ev.Seq = e.seq
+	ev.TS = float64(time.Now().UnixNano()) / 1e9
+	if ev.Terminal() {
+		end := ev
+		e.end = &end
+	}
+	e.mu.Unlock()
+	e.sink(ev)
+	if ev.Terminal() {
+		close(e.done)
+	}
+}
+
+// stream is an io.Writer that turns one stream into events, cut at max.
+type stream struct {
+	e    *execRun
+	name string
+}
+
+func (s stream) Write(p []byte) (int, error) {
+	e := s.e
+	n := len(p)
+	e.mu.Lock()
+	if e.sent == nil {
+		e.sent, e.trunc = map[string]int64{}, map[string]bool{}
+	}
+	if e.max > 0 {
+		left := e.max - e.sent[s.name]
+		if left <= 0 {
+			e.trunc[s.name] = true
+			e.mu.Unlock()
+			return n, nil
+		}
+		if int64(len(p)) > left {
+			p = p[:left]
+			e.trunc[s.name] = true
+		}
+	}
+	e.sent[s.name] += int64(len(p))
+	e.mu.Unlock()
+	e.emit(runner.Event{Type: s.name, Data: append([]byte(nil), p...)})
+	return n, nil
+}
+
+func (e *execRun) pump(tty bool) {
+	out, errw := stream{e, runner.EventStdout}, stream{e, runner.EventStderr}
+	if tty {
+		_, _ = io.Copy(out, e.att.Reader)
+	} else {
+		_, _ = stdcopy.StdCopy(out, errw, e.att.Reader)
+	}
+	e.att.Close()
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var code = -1
+	if r, err := e.b.cli.ExecInspect(ctx, e.execID, client.ExecInspectOptions{}); err == nil {
+		code = r.ExitCode
+	}
+	// Whatever the run left in the background goes with it, as in a
+	// native sandbox.
+	e.signalGroup(syscall.SIGKILL)
+	e.mu.Lock()
+	reason, timeout := e.reason, e.timeout
+	var trunc []string
+	for _, s := range []string{runner.EventStdout, runner.EventStderr} {
+		if e.trunc[s] {
+			trunc = append(trunc, s)
+		}
+	}
+	e.mu.Unlock()
+	dur := time.Since(e.start).Milliseconds()
+	switch {
+	case reason == runner.EventTimeout:
+		e.emit(runner.Event{Type: runner.EventTimeout, TimeoutSeconds: timeout.Seconds(), DurationMS: dur, Truncated: trunc})
+	case reason == runner.EventCancelled:
+		e.emit(runner.Event{Type: runner.EventCancelled, DurationMS: dur, Truncated: trunc})
+	case e.b.dead(e.cid):
+		e.b.forget(e.session, e.cid)
+		msg := "the session's container died during the run; the next call starts a new one (files in /mnt/data are kept)"
+		if e.b.containerOOM(e.cid) {
+			e.emit(runner.Event{Type: runner.EventError, ErrCode: ErrCodeOOM, DurationMS: dur, Truncated: trunc,
+				Message: fmt.Sprintf("the run was killed for exceeding the container's memory limit (%s, SANDBOX_MEMORY_LIMIT); %s", human(e.b.cfg.Memory), msg)})
+			return
+		}
+		e.emit(runner.Event{Type: runner.EventError, ErrCode: ErrCodeContainerDied, Message: msg, DurationMS: dur, Truncated: trunc})
+	case code == 137 && e.b.oomKills(e.cid) > e.oomBefore:
+		e.emit(runner.Event{Type: runner.EventError, ErrCode: ErrCodeOOM, DurationMS: dur, Truncated: trunc,
+			Message: fmt.Sprintf("the run was killed for exceeding the container's memory limit (%s, SANDBOX_MEMORY_LIMIT)", human(e.b.cfg.Memory))})
+	default:
+		ev := runner.Event{Type: runner.EventExit, ExitCode: code, DurationMS: dur, Truncated: trunc}
+		if code > 128 {
+			ev.Signal = strings.TrimPrefix(syscall.Signal(code-128).String(), "signal ")
+		}
+		e.emit(ev)
+	}
+}
+
+// stop ends the run for a reason: SIGTERM to its process group, SIGKILL
+// after the grace period.
+func (e *execRun) stop(reason string, timeout time.Duration) {
+	e.mu.Lock()
+	if e.reason != "" || e.end != nil {
+		e.mu.Unlock()
+		return
+	}
+	e.reason, e.timeout = reason, timeout
+	e.mu.Unlock()
+	e.signalGroup(syscall.SIGTERM)
+	go func() {
+		select {
+		case <-e.done:
+		case <-time.After(e.grace):
+			e.kill()
+		}
+	}()
+}
+
+func (e *execRun) kill() {
+	e.killOnce.Do(func() {
+		e.signalGroup(syscall.SIGKILL)
+		// If the run's own process is out of reach (it never wrote its pid),
+		// the attach is closed so the run still ends.
+		go func() {
+			select {
+			case <-e.done:
+			case <-time.After(3 * time.Second):
+				e.att.Close()
+			}
+		}()
+	})
+}
+
+// signalGroup sends sig to the run's process group from a second exec.
+func (e *execRun) signalGroup(sig syscall.Signal) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	script := fmt.Sprintf(`for i in 1 2 3 4 5 6 7 8 9 10; do [ -s %[1]s ] && break; sleep 0.05; done; p=$(cat %[1]s 2>/dev/null) && kill -%[2]d -- -$p 2>/dev/null; [ %[2]d = 9 ] && rm -f %[1]s; true`, e.pidFile, int(sig))
+	ex, err := e.b.cli.ExecCreate(ctx, e.cid, client.ExecCreateOptions{User: e.b.uid, Cmd: []string{"/bin/sh", "-c", script}})
+	if err != nil {
+		return
+	}
+	att, err := e.b.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, att.Reader)
+	att.Close()
+}
+
+// Write implements runner.Handle (stdin).
+func (e *execRun) Write(p []byte) (int, error) { return e.att.Conn.Write(p) }
+
+// CloseStdin implements runner.Handle.
+func (e *execRun) CloseStdin() error { return e.att.CloseWrite() }
+
+// Resize implements runner.Handle.
+func (e *execRun) Resize(rows, cols uint16) error {
+	_, err := e.b.cli.ExecResize(context.Background(), e.execID, client.ExecResizeOptions{Height: uint(rows), Width: uint(cols)})
+	return err
+}
+
+// Signal implements runner.Handle.
+func (e *execRun) Signal(sig syscall.Signal) error {
+	e.signalGroup(sig)
+	return nil
+}
+
+// Cancel implements runner.Handle: graceful (SIGTERM, then SIGKILL after
+// the grace period) or forced (SIGKILL now).
+func (e *execRun) Cancel(force bool) {
+	e.stop(runner.EventCancelled, 0)
+	if force {
+		e.kill()
+	}
+}
+
+// Wait implements runner.Handle.
+func (e *execRun) Wait() runner.Event {
+	<-e.done
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return *e.end
+}
+
+// Done implements runner.Handle.
+func (e *execRun) Done() <-chan struct{} { return e.done }
+
+// dead reports whether the container is no longer running.
+func (b *Backend) dead(cid string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := b.cli.ContainerInspect(ctx, cid, client.ContainerInspectOptions{})
+	return err != nil || r.Container.State == nil || !r.Container.State.Running
+}
+
+func (b *Backend) containerOOM(cid string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := b.cli.ContainerInspect(ctx, cid, client.ContainerInspectOptions{})
+	return err == nil && r.Container.State != nil && r.Container.State.OOMKilled
+}
+
+// oomKills reads the container's cgroup OOM-kill counter (cgroup v2
+// memory.events or v1 memory.oom_control), or -1 when it cannot: a run
+// killed by the kernel's OOM killer inside a live container shows up only
+// there.
+func (b *Backend) oomKills(cid string) int64 {
+	for _, p := range []string{
+		filepath.Join("/sys/fs/cgroup/system.slice", "docker-"+cid+".scope", "memory.events"),
+		filepath.Join("/sys/fs/cgroup/docker", cid, "memory.events"),
+		filepath.Join("/sys/fs/cgroup/memory/docker", cid, "memory.oom_control"),
+		filepath.Join("/sys/fs/cgroup/memory/system.slice", "docker-"+cid+".scope", "memory.oom_control"),
+	} {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), " "); ok && k == "oom_kill" {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				f.Close()
+				return n
+			}
+		}
+		f.Close()
+	}
+	return -1
+}
+
+func human(n int64) string {
+	if n >= 1<<30 && n%(1<<30) == 0 {
+		return fmt.Sprintf("%dG", n>>30)
+	}
+	return fmt.Sprintf("%dM", n>>20)
+}
