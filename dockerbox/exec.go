@@ -43,10 +43,19 @@ func (b *Backend) Start(box executions.Box, spec runner.Spec, sink func(runner.E
 		runID = uuid.NewString()
 	}
 	pidFile := pidDir + "/" + runID
-	// setsid -w: a new session whose leader writes its pid, then becomes
-	// the command; setsid waits and returns its status.
-	argv := append([]string{"/usr/bin/setsid", "-w", "/bin/sh", "-c",
-		`mkdir -p ` + pidDir + ` && echo $$ > ` + pidFile + ` && exec "$@"`, "sh"}, spec.Argv...)
+	// The command runs as the leader of a new session (setsid, forked by a
+	// shell so that it need not fork itself), whose pid it writes first:
+	// its process group is the whole run. With a TTY it keeps the terminal
+	// as its controlling one (setsid -c).
+	setsid := "/usr/bin/setsid"
+	if spec.Stdin == runner.StdinPTY {
+		setsid += " -c"
+	}
+	inner := `exec 2>&3 3>&-; mkdir -p ` + pidDir + ` && echo $$ > ` + pidFile + ` && { command -v "$1" >/dev/null || { : > ` + pidFile + `.notfound; exit 127; }; } && exec "$@"`
+	// (The forking shell's own stderr is /dev/null, the run's is handed over
+	// on fd 3: the shell would report a killed command as "Terminated" in
+	// the run's output.)
+	argv := append([]string{"/bin/sh", "-c", `exec 3>&2 2>/dev/null; ` + setsid + ` /bin/sh -c '` + inner + `' sh "$@"; exit $?`, "sh"}, spec.Argv...)
 	env := []string{}
 	for k, v := range executions.SessionEnv() {
 		if _, set := spec.Env[k]; !set {
@@ -82,7 +91,7 @@ func (b *Backend) Start(box executions.Box, spec runner.Spec, sink func(runner.E
 	if err != nil {
 		return nil, b.engineErr("docker exec attach", err)
 	}
-	e := &execRun{b: b, cid: cid, session: box.SessionID, execID: ex.ID, pidFile: pidFile, att: att, sink: sink,
+	e := &execRun{b: b, cid: cid, argv0: spec.Argv[0], session: box.SessionID, execID: ex.ID, pidFile: pidFile, att: att, sink: sink,
 		start: time.Now(), done: make(chan struct{}), oomBefore: oomBefore,
 		max: spec.Policy.Limits.MaxOutputBytes, grace: spec.Grace.Std()}
 	if e.grace <= 0 {
@@ -127,6 +136,7 @@ type execRun struct {
 	max       int64
 	grace     time.Duration
 	oomBefore int64
+	argv0     string
 
 	mu       sync.Mutex
 	seq      uint64
@@ -208,8 +218,8 @@ func (e *execRun) pump(tty bool) {
 		code = r.ExitCode
 	}
 	// Whatever the run left in the background goes with it, as in a
-	// native sandbox.
-	e.signalGroup(syscall.SIGKILL)
+	// native sandbox (after the reply: it costs a second exec).
+	defer func() { go e.signalGroup(syscall.SIGKILL) }()
 	e.mu.Lock()
 	reason, timeout := e.reason, e.timeout
 	var trunc []string
@@ -237,6 +247,9 @@ func (e *execRun) pump(tty bool) {
 	case code == 137 && e.b.oomKills(e.cid) > e.oomBefore:
 		e.emit(runner.Event{Type: runner.EventError, ErrCode: ErrCodeOOM, DurationMS: dur, Truncated: trunc,
 			Message: fmt.Sprintf("the run was killed for exceeding the container's memory limit (%s, SANDBOX_MEMORY_LIMIT)", human(e.b.cfg.Memory))})
+	case code == 127 && e.b.execOK(e.cid, "test -e "+e.pidFile+".notfound && rm -f "+e.pidFile+".notfound"):
+		e.emit(runner.Event{Type: runner.EventError, ErrCode: runner.ErrCodeNotFound, DurationMS: dur,
+			Message: fmt.Sprintf("%s: command not found in the image %s", e.argv0, e.b.cfg.Image)})
 	default:
 		ev := runner.Event{Type: runner.EventExit, ExitCode: code, DurationMS: dur, Truncated: trunc}
 		if code > 128 {
@@ -283,19 +296,27 @@ func (e *execRun) kill() {
 
 // signalGroup sends sig to the run's process group from a second exec.
 func (e *execRun) signalGroup(sig syscall.Signal) {
+	script := fmt.Sprintf(`for i in 1 2 3 4 5 6 7 8 9 10; do [ -s %[1]s ] && break; sleep 0.05; done; p=$(cat %[1]s 2>/dev/null) && kill -%[2]d -$p 2>/dev/null; [ %[2]d = 9 ] && rm -f %[1]s; true`, e.pidFile, int(sig))
+	e.b.execOK(e.cid, script)
+}
+
+// execOK runs a shell script in the container as the sandbox user and
+// reports whether it exited 0.
+func (b *Backend) execOK(cid, script string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	script := fmt.Sprintf(`for i in 1 2 3 4 5 6 7 8 9 10; do [ -s %[1]s ] && break; sleep 0.05; done; p=$(cat %[1]s 2>/dev/null) && kill -%[2]d -- -$p 2>/dev/null; [ %[2]d = 9 ] && rm -f %[1]s; true`, e.pidFile, int(sig))
-	ex, err := e.b.cli.ExecCreate(ctx, e.cid, client.ExecCreateOptions{User: e.b.uid, Cmd: []string{"/bin/sh", "-c", script}})
+	ex, err := b.cli.ExecCreate(ctx, cid, client.ExecCreateOptions{User: b.uid, Cmd: []string{"/bin/sh", "-c", script}, AttachStdout: true, AttachStderr: true})
 	if err != nil {
-		return
+		return false
 	}
-	att, err := e.b.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	att, err := b.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
 	if err != nil {
-		return
+		return false
 	}
 	_, _ = io.Copy(io.Discard, att.Reader)
 	att.Close()
+	r, err := b.cli.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{})
+	return err == nil && !r.Running && r.ExitCode == 0
 }
 
 // Write implements runner.Handle (stdin).

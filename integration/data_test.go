@@ -42,9 +42,10 @@ type dataServer struct {
 
 // startData runs srt-mcp serve with a known state directory and file
 // secret, and connects an MCP client to it.
-func startData(t *testing.T, extra ...string) *dataServer {
+func startData(t *testing.T, backend []string, extra ...string) *dataServer {
 	t.Helper()
 	requirePythonData(t)
+	extra = append(append([]string(nil), backend...), extra...)
 	state := filepath.Join(t.TempDir(), "state")
 	for i, a := range extra {
 		if a == "--state-dir" {
@@ -53,6 +54,41 @@ func startData(t *testing.T, extra ...string) *dataServer {
 	}
 	s := startServe(t, append([]string{"--state-dir", state, "--file-secret", testFileSecret}, extra...)...)
 	return &dataServer{mcpServer: s, t: t, state: state, c: connect(t, s.url)}
+}
+
+const dockerImage = "srt-mcp-python:latest"
+
+// dataBackends are the backends the shared data-session suite runs on: one
+// suite, a factory (serve's flags) per backend. Docker runs when the engine
+// and the image are there; SRT_MCP_DOCKER=1 (make test, as root) makes
+// their absence a failure. The engine's socket is root's, so as another
+// user the Docker half is skipped.
+func dataBackends(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{"native": {"--backend", "native"}}
+	if os.Geteuid() != 0 {
+		return out
+	}
+	err := exec.Command("docker", "image", "inspect", dockerImage).Run()
+	switch {
+	case err == nil:
+		out["docker"] = []string{"--backend", "docker", "--image", dockerImage}
+	case os.Getenv("SRT_MCP_DOCKER") == "1":
+		t.Fatalf("SRT_MCP_DOCKER=1 but the Docker engine or %s is not available (make docker-up image): %v", dockerImage, err)
+	}
+	return out
+}
+
+// forEachBackend runs f as a subtest per backend.
+func forEachBackend(t *testing.T, f func(t *testing.T, backend []string)) {
+	for _, name := range []string{"native", "docker"} {
+		args, ok := dataBackends(t)[name]
+		if !ok {
+			t.Logf("%s backend: not available here", name)
+			continue
+		}
+		t.Run(name, func(t *testing.T) { f(t, args) })
+	}
 }
 
 func connect(t *testing.T, url string) *client.Client {
@@ -174,7 +210,9 @@ func httpGet(t *testing.T, url string) (int, http.Header, []byte) {
 // unmodified MCP TypeScript SDK: CSV -> pandas -> an error, its traceback
 // and the fix -> two seaborn charts -> a reportlab PDF -> read_artifact ->
 // every download_url fetched over HTTP.
-func TestDataMarketingExample(t *testing.T) {
+func TestDataMarketingExample(t *testing.T) { forEachBackend(t, testDataMarketingExample) }
+
+func testDataMarketingExample(t *testing.T, backend []string) {
 	dir := mcpClients(t)
 	requirePythonData(t)
 	script := filepath.Join(dir, "example", "run.mjs")
@@ -186,7 +224,7 @@ func TestDataMarketingExample(t *testing.T) {
 		}
 		t.Cleanup(func() { os.RemoveAll(filepath.Join(dir, "example")) })
 	}
-	s := startServe(t)
+	s := startServe(t, backend...)
 	out := t.TempDir()
 	cmd := exec.Command("node", script, "--url", s.url, "--out", out)
 	var stderr strings.Builder
@@ -219,8 +257,10 @@ func TestDataMarketingExample(t *testing.T) {
 }
 
 // TestDataErrorCodes covers every error code and limit of seed 000 §2/§5.
-func TestDataErrorCodes(t *testing.T) {
-	d := startData(t, "--max-sessions", "2", "--exec-timeout-seconds", "2", "--max-output-bytes", "1000",
+func TestDataErrorCodes(t *testing.T) { forEachBackend(t, testDataErrorCodes) }
+
+func testDataErrorCodes(t *testing.T, backend []string) {
+	d := startData(t, backend, "--max-sessions", "2", "--exec-timeout-seconds", "2", "--max-output-bytes", "1000",
 		"--max-artifact-read-bytes", "2000", "--max-code-bytes", "5000", "--max-upload-bytes", "4096")
 	sid := d.upload("", "a.csv", "x,y\n1,2\n")
 	if len(sid) != 17 || !strings.HasPrefix(sid, "sess_") {
@@ -337,8 +377,10 @@ func TestDataErrorCodes(t *testing.T) {
 
 // TestDataDownloads: signed, expiring URLs; 403 for a bad or expired
 // signature, 404 for a missing file, headers for the browser.
-func TestDataDownloads(t *testing.T) {
-	d := startData(t)
+func TestDataDownloads(t *testing.T) { forEachBackend(t, testDataDownloads) }
+
+func testDataDownloads(t *testing.T, backend []string) {
+	d := startData(t, backend)
 	sid := d.upload("", "report data.csv", "a,b\n")
 	r := d.python(sid, "open('/mnt/data/chart.svg', 'w').write('<svg xmlns=\"http://www.w3.org/2000/svg\"/>')")
 	u := r["artifacts"].([]any)[0].(map[string]any)["download_url"].(string)
@@ -391,7 +433,7 @@ func TestDataIsolation(t *testing.T) {
 	// The state directory lies inside a directory the operator lets
 	// sandboxes read: it must stay hidden all the same.
 	visible := t.TempDir()
-	d := startData(t, "--state-dir", filepath.Join(visible, "state"), "--allow-read", visible)
+	d := startData(t, nil, "--state-dir", filepath.Join(visible, "state"), "--allow-read", visible)
 	victim := d.upload("", "secret.txt", "victim's data")
 	attacker := d.upload("", "mine.txt", "x")
 	var victimHost string
@@ -513,7 +555,11 @@ print("FOUND", found)
 // TestDataExecuteCodeSharesTheSession: execute_code with a session_id works
 // in the same /mnt/data as run_python.
 func TestDataExecuteCodeSharesTheSession(t *testing.T) {
-	d := startData(t)
+	forEachBackend(t, testDataExecuteCodeSharesTheSession)
+}
+
+func testDataExecuteCodeSharesTheSession(t *testing.T, backend []string) {
+	d := startData(t, backend)
 	sid := d.upload("", "in.csv", "n\n1\n2\n")
 	v, isErr := d.call("execute_code", map[string]any{"session_id": sid, "command": "pwd; cat in.csv | wc -l; echo shell > from_shell.txt"})
 	out := fmt.Sprint(v["output"])
@@ -532,8 +578,10 @@ func TestDataExecuteCodeSharesTheSession(t *testing.T) {
 // TestDataTTLAndRestart: idle sessions expire; a server killed with -9
 // leaves workspaces that the next server on the same state dir removes,
 // and no sandbox process survives.
-func TestDataTTLAndRestart(t *testing.T) {
-	d := startData(t, "--data-session-ttl-minutes", "0.02") // 1.2 s
+func TestDataTTLAndRestart(t *testing.T) { forEachBackend(t, testDataTTLAndRestart) }
+
+func testDataTTLAndRestart(t *testing.T, backend []string) {
+	d := startData(t, backend, "--data-session-ttl-minutes", "0.02") // 1.2 s
 	sid := d.upload("", "a.txt", "x")
 	// Watch the workspace, not the session: every tool call counts as use.
 	if ents, _ := filepath.Glob(filepath.Join(d.state, "sessions", "*", sid)); len(ents) != 1 {
@@ -553,7 +601,7 @@ func TestDataTTLAndRestart(t *testing.T) {
 
 	state := filepath.Join(t.TempDir(), "state")
 	port := freePort(t)
-	cmd := exec.Command(nwBin(t), "serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--state-dir", state)
+	cmd := exec.Command(nwBin(t), append([]string{"serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--state-dir", state}, backend...)...)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -587,11 +635,21 @@ func TestDataTTLAndRestart(t *testing.T) {
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
-	waitNoProcesses(t, "300."+marker, 5*time.Second)
+	docker := contains(backend, "docker")
+	if !docker {
+		waitNoProcesses(t, "300."+marker, 5*time.Second) // a native sandbox dies with its server
+	}
 	if ents, _ := filepath.Glob(filepath.Join(state, "sessions", "*", old)); len(ents) != 1 {
 		t.Fatalf("expected the killed server's workspace to be left behind: %v", ents)
 	}
-	s2 := startServe(t, "--state-dir", state)
+	s2 := startServe(t, append([]string{"--state-dir", state}, backend...)...)
+	if docker {
+		// The container outlived its server; the next one removes it.
+		waitNoProcesses(t, "300."+marker, 10*time.Second)
+		if out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=session_id="+old).Output(); len(strings.TrimSpace(string(out))) > 0 {
+			t.Fatalf("a container of the killed server survived the restart: %s", out)
+		}
+	}
 	if ents, _ := filepath.Glob(filepath.Join(state, "sessions", "*", old)); len(ents) != 0 {
 		t.Fatalf("the next server did not remove the leftovers: %v", ents)
 	}
@@ -605,15 +663,101 @@ func TestDataTTLAndRestart(t *testing.T) {
 }
 
 // TestDataMissingPython: a clear error naming what to install.
-func TestDataMissingPython(t *testing.T) {
-	d := startData(t, "--python", "/nonexistent/python3")
+func TestDataMissingPython(t *testing.T) { forEachBackend(t, testDataMissingPython) }
+
+func testDataMissingPython(t *testing.T, backend []string) {
+	d := startData(t, backend, "--python", "/nonexistent/python3")
 	v := d.wantError("run_python", map[string]any{"code": "print(1)"}, "command_not_found")
 	if !strings.Contains(v["message"].(string), "apt-get install -y python3 python3-pandas") {
 		t.Fatalf("the message must say what to install: %v", v)
 	}
-	d2 := startData(t)
+	d2 := startData(t, backend)
 	r := d2.python("", "import surely_not_a_module_xyz")
 	if r["exit_code"].(float64) != 1 || !strings.Contains(fmt.Sprint(r["hint"]), "surely_not_a_module_xyz is not available") {
 		t.Fatalf("a missing module: %v", r)
+	}
+}
+
+// TestDataDockerContainer: what only the Docker backend has: the
+// container's hardening and labels, no network (a loopback server on the
+// host stays unreachable), the memory limit reported as OOM, a timeout that
+// kills the run's whole process tree, and the container removed with its
+// session.
+func TestDataDockerContainer(t *testing.T) {
+	args, ok := dataBackends(t)["docker"]
+	if !ok {
+		t.Skip("the Docker backend is not available here")
+	}
+	d := startData(t, args, "--container-memory", "128M", "--exec-timeout-seconds", "3")
+	sid := d.upload("", "a.txt", "x")
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	hits := make(chan struct{}, 10)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			hits <- struct{}{}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	r := d.python(sid, fmt.Sprintf(`
+import socket, os
+res = []
+for host in ["127.0.0.1", "172.17.0.1", "10.0.2.2", "8.8.8.8"]:
+    try:
+        socket.create_connection((host, %d), timeout=1); res.append("reached " + host)
+    except OSError as e:
+        pass
+print("NET", res, sorted(os.listdir("/sys/class/net")))
+print("UID", os.getuid())
+`, port))
+	if out := r["stdout"].(string); !strings.Contains(out, "NET [] ['lo']") || strings.Contains(out, "UID 0") {
+		t.Fatalf("the container reached the network or runs as root: %v %v", r["stdout"], r["stderr"])
+	}
+	select {
+	case <-hits:
+		t.Fatal("the loopback server was hit from the container")
+	default:
+	}
+	// Hardening and labels.
+	out, err := exec.Command("docker", "ps", "-q", "--filter", "label=session_id="+sid, "--filter", "label=app=srt-mcp").Output()
+	cid := strings.TrimSpace(string(out))
+	if err != nil || cid == "" || strings.Contains(cid, "\n") {
+		t.Fatalf("want one labelled container for %s, got %q %v", sid, out, err)
+	}
+	insp, err := exec.Command("docker", "inspect", "--format",
+		"{{.HostConfig.NetworkMode}} {{.HostConfig.CapDrop}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.SecurityOpt}} {{.HostConfig.Memory}} {{.HostConfig.NanoCpus}} {{.HostConfig.PidsLimit}} {{.Config.User}}", cid).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "none [ALL] true [no-new-privileges] 134217728 1000000000 256 1000:1000"; strings.TrimSpace(string(insp)) != want {
+		t.Errorf("container settings %q, want %q", strings.TrimSpace(string(insp)), want)
+	}
+	// A timeout kills the run and what it started in the background.
+	marker := fmt.Sprintf("%d", time.Now().UnixNano()%1000000+100000)
+	r = d.python(sid, "import subprocess, time\nsubprocess.Popen(['sleep', '300."+marker+"'], start_new_session=False)\ntime.sleep(60)")
+	if r["exit_code"].(float64) != -1 || r["stderr"] != "Execution timed out after 3 seconds" {
+		t.Fatalf("timeout: %v", r)
+	}
+	waitNoProcesses(t, "300."+marker, 5*time.Second)
+	// Over the memory limit: reported as such, with the limit.
+	v := d.wantError("run_python", map[string]any{"session_id": sid, "code": "x = bytearray(400 << 20)\nx[::4096] = b'y' * len(x[::4096])\nprint('survived')"}, "oom_killed")
+	if !strings.Contains(v["message"].(string), "128M") {
+		t.Errorf("the OOM message must name the limit: %v", v)
+	}
+	if r := d.python(sid, "print('after oom')"); r["stdout"] != "after oom\n" {
+		t.Fatalf("the session does not work after an OOM kill: %v", r)
+	}
+	// The container goes with its session.
+	d.call("close_session", map[string]any{"session_id": sid})
+	if out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=session_id="+sid).Output(); strings.TrimSpace(string(out)) != "" {
+		t.Fatalf("the closed session's container remains: %s", out)
 	}
 }
