@@ -13,7 +13,7 @@ APT_RUN  := bubblewrap python3 python3-pandas python3-numpy python3-matplotlib p
             python3-reportlab python3-openpyxl python3-scipy
 APT_TEST := $(APT_RUN) python3-pip util-linux procps git curl ca-certificates
 
-.PHONY: run test build deps deps-test clients check unit integration bench clean
+.PHONY: run test build deps deps-test clients check unit integration bench clean docker-up docker-down image
 
 # The release binary is light (CLI, runner, in-sandbox stage) and embeds
 # the full build for srt-mcp serve; see cmd/srt-mcp/serve_embedded.go.
@@ -45,8 +45,24 @@ run: deps build
 	./$(BIN) exec -- /usr/bin/python3 -c 'import platform; print("hello from the sandbox, python", platform.python_version())'
 
 # Set up and run every test: static checks, unit tests, and the black-box
-# integration suite against the built binary, as root and as nobody.
-test: deps-test check unit integration
+# integration suite against the built binary, as root and as nobody; as
+# root also on the Docker backend (a dockerd started here and stopped by
+# its PID afterwards, and the registry-free image, kept between runs).
+test: deps-test check unit
+	@set -o pipefail; ./scripts/dockerd.sh start && $(MAKE) --no-print-directory image && \
+		$(MAKE) --no-print-directory integration ITEST_ENV="$$( [ "$$(id -u)" = 0 ] && echo SRT_MCP_DOCKER=1 )"; \
+		rc=$$?; ./scripts/dockerd.sh stop; exit $$rc
+
+# The Docker backend's Python data image, from Debian's packages (root;
+# skipped when the image's recipe is unchanged).
+image: build
+	@if [ "$$(id -u)" = 0 ] && docker info >/dev/null 2>&1; then ./$(BIN) image build; \
+	else echo "image: needs root and a running Docker engine (scripts/dockerd.sh start)"; fi
+
+docker-up:
+	./scripts/dockerd.sh start
+docker-down:
+	./scripts/dockerd.sh stop
 
 check:
 	@test -z "$$(gofmt -l .)" || (echo "gofmt needed:"; gofmt -l .; exit 1)
@@ -75,7 +91,7 @@ integration:
 	chown 65534:65534 $(ITEST_DIR)/home-nobody 2>/dev/null || true
 	@set -o pipefail; for s in $(SUITES); do \
 		echo "== $$s as $$(id -un)"; \
-		( cd $(ITEST_DIR) && env SRT_MCP_BIN=$(ITEST_DIR)/srt-mcp SRT_MCP_CLIENTS=$(ITEST_DIR)/mcpclient SRT_MCP_REQUIRE_CLIENTS=1 \
+		( cd $(ITEST_DIR) && env $(ITEST_ENV) SRT_MCP_BIN=$(ITEST_DIR)/srt-mcp SRT_MCP_CLIENTS=$(ITEST_DIR)/mcpclient SRT_MCP_REQUIRE_CLIENTS=1 \
 			HOME=$(ITEST_DIR)/home-root TMPDIR=$(ITEST_DIR)/home-root \
 			./$$s.test -test.count=1 -test.timeout=15m -test.v -test.skip '^TestGolden' $(ITEST_ARGS) ) > $(ITEST_DIR)/$$s-root.log 2>&1; rc=$$?; \
 		grep -E '^(--- |FAIL|ok|PASS|panic)' $(ITEST_DIR)/$$s-root.log | grep -v '^--- PASS' ; \

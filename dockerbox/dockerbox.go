@@ -60,6 +60,9 @@ type Config struct {
 	// executions.InstanceAlive).
 	StateDir string
 	Instance string
+	// Egress serves a run's network allow-list (the same netproxy as the
+	// native sandbox); nil: runs with allowed_domains are refused.
+	Egress runner.EgressFunc
 }
 
 // Backend implements executions.Backend on a Docker engine.

@@ -75,12 +75,50 @@ func (b *Backend) Start(box executions.Box, spec runner.Spec, sink func(runner.E
 	if tty && size.Height == 0 {
 		size = client.ConsoleSize{Height: 24, Width: 80}
 	}
+	// A network allow-list: the proxy listens inside the container's
+	// namespace (see proxyListeners) and the environment points at it.
+	var egress io.Closer
+	var violations []runner.Violation
+	var vmu sync.Mutex
+	var report func(runner.Violation)
+	if n := spec.Policy.Network; len(n.AllowedDomains) > 0 {
+		if b.cfg.Egress == nil {
+			return nil, &runner.Error{Code: runner.ErrCodeInvalidPolicy, Message: "this server has no network proxy for the Docker backend; remove network.allowed_domains"}
+		}
+		httpL, socksL, err := b.proxyListeners(cid)
+		if err != nil {
+			return nil, &runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "network proxy: " + err.Error()}
+		}
+		token := uuid.NewString()
+		report = func(v runner.Violation) {
+			vmu.Lock()
+			violations = append(violations, v)
+			vmu.Unlock()
+		}
+		egress, err = b.cfg.Egress(n, token, httpL, socksL, func(v runner.Violation) {
+			vmu.Lock()
+			r := report
+			vmu.Unlock()
+			r(v)
+		})
+		if err != nil {
+			httpL.Close()
+			socksL.Close()
+			return nil, &runner.Error{Code: runner.ErrCodeInvalidPolicy, Message: "network proxy: " + err.Error()}
+		}
+		for k, v := range runner.ProxyEnv(token) {
+			env = append(env, k+"="+v)
+		}
+	}
 	oomBefore := b.oomKills(cid)
 	ex, err := b.cli.ExecCreate(ctx, cid, client.ExecCreateOptions{
 		User: b.uid, TTY: tty, ConsoleSize: size, AttachStdin: withStdin, AttachStdout: true, AttachStderr: true,
 		Env: env, WorkingDir: cwd, Cmd: argv,
 	})
 	if err != nil {
+		if egress != nil {
+			egress.Close()
+		}
 		if b.dead(cid) {
 			b.forget(box.SessionID, cid)
 			return nil, &runner.Error{Code: ErrCodeContainerDied, Message: "the session's container is gone (killed or removed); the next call starts a new one"}
@@ -89,11 +127,27 @@ func (b *Backend) Start(box executions.Box, spec runner.Spec, sink func(runner.E
 	}
 	att, err := b.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{TTY: tty, ConsoleSize: size})
 	if err != nil {
+		if egress != nil {
+			egress.Close()
+		}
 		return nil, b.engineErr("docker exec attach", err)
 	}
 	e := &execRun{b: b, cid: cid, argv0: spec.Argv[0], session: box.SessionID, execID: ex.ID, pidFile: pidFile, att: att, sink: sink,
 		start: time.Now(), done: make(chan struct{}), oomBefore: oomBefore,
-		max: spec.Policy.Limits.MaxOutputBytes, grace: spec.Grace.Std()}
+		max: spec.Policy.Limits.MaxOutputBytes, grace: spec.Grace.Std(), egress: egress}
+	if report != nil {
+		// Decisions stream as violation events from now on; any made
+		// before (none: the command has not started) are flushed.
+		vmu.Lock()
+		report = func(v runner.Violation) { e.emit(runner.Event{Type: runner.EventViolation, Violation: &v}) }
+		early := violations
+		vmu.Unlock()
+		defer func() {
+			for _, v := range early {
+				e.emit(runner.Event{Type: runner.EventViolation, Violation: &v})
+			}
+		}()
+	}
 	if e.grace <= 0 {
 		e.grace = 2 * time.Second
 	}
@@ -113,9 +167,6 @@ func checkSpec(spec runner.Spec) error {
 	fs := spec.Policy.Filesystem
 	if len(fs.AllowRead)+len(fs.AllowWrite) > 0 {
 		return &runner.Error{Code: runner.ErrCodeInvalidPolicy, Message: "the Docker backend mounts only the session's /mnt/data; remove filesystem.allow_read/allow_write (or use --backend native)"}
-	}
-	if len(spec.Policy.Network.AllowedDomains) > 0 {
-		return &runner.Error{Code: runner.ErrCodeInvalidPolicy, Message: "the Docker backend runs without network; remove network.allowed_domains (or use --backend native)"}
 	}
 	if len(spec.Argv) == 0 {
 		return &runner.Error{Code: runner.ErrCodeInvalidSpec, Message: "no command"}
@@ -137,6 +188,7 @@ type execRun struct {
 	grace     time.Duration
 	oomBefore int64
 	argv0     string
+	egress    io.Closer
 
 	mu       sync.Mutex
 	seq      uint64
@@ -210,6 +262,9 @@ func (e *execRun) pump(tty bool) {
 	e.att.Close()
 	if e.timer != nil {
 		e.timer.Stop()
+	}
+	if e.egress != nil {
+		e.egress.Close()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

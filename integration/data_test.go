@@ -761,3 +761,45 @@ print("UID", os.getuid())
 		t.Fatalf("the closed session's container remains: %s", out)
 	}
 }
+
+// TestDataDockerNetworkThroughProxy: in Docker mode an allow-listed name is
+// reached only through srt-mcp's proxy, whose ports live in the container's
+// own (loopback-only) network namespace; anything else stays unreachable.
+func TestDataDockerNetworkThroughProxy(t *testing.T) {
+	args, ok := dataBackends(t)["docker"]
+	if !ok {
+		t.Skip("the Docker backend is not available here")
+	}
+	srv := nwStart(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello-from-host") }), false)
+	d := startData(t, args, append(pinned("pkgs.test", "other.test"), "--allow-domain", "pkgs.test:"+srv.port)...)
+	sid := d.upload("", "a.txt", "x")
+	code := fmt.Sprintf(`
+import urllib.request, socket
+def get(url):
+    try:
+        return urllib.request.urlopen(url, timeout=5).read().decode()
+    except Exception as e:
+        return "ERR " + str(e)
+print("allowed:", get("http://pkgs.test:%[1]s/"))
+print("other:", get("http://other.test:%[1]s/"))
+try:
+    socket.create_connection(("127.0.0.1", %[1]s), timeout=2); print("direct: reached")
+except OSError:
+    print("direct: refused")
+`, srv.port)
+	v, isErr := d.call("execute_code", map[string]any{"session_id": sid, "command": "python3 -c '" + strings.ReplaceAll(code, "'", `'"'"'`) + "'",
+		"sandbox_config": map[string]any{"network": map[string]any{"allowed_domains": []string{"pkgs.test:" + srv.port}}}})
+	out := fmt.Sprint(v["output"])
+	if isErr || !strings.Contains(out, "allowed: hello-from-host") || !strings.Contains(out, "other: ERR") || !strings.Contains(out, "direct: refused") {
+		t.Fatalf("docker egress through the proxy: %v", v)
+	}
+	if !strings.Contains(out, "decision:allow") || !strings.Contains(out, "decision:deny") {
+		t.Errorf("the proxy's decisions must stream as violation events: %v", out)
+	}
+	// With an empty allow-list the same run has no way out at all.
+	v, _ = d.call("execute_code", map[string]any{"session_id": sid, "command": "python3 -c '" + strings.ReplaceAll(code, "'", `'"'"'`) + "'",
+		"sandbox_config": map[string]any{"network": map[string]any{"allowed_domains": []string{}}}})
+	if out := fmt.Sprint(v["output"]); !strings.Contains(out, "allowed: ERR") {
+		t.Fatalf("no allow-list, yet: %v", out)
+	}
+}

@@ -554,7 +554,7 @@ func sandboxEnv(s *Spec, token string) []string {
 		env["TERM"] = "xterm-256color"
 	}
 	if token != "" {
-		for k, v := range proxyEnv(token) {
+		for k, v := range ProxyEnv(token) {
 			env[k] = v
 		}
 	}
@@ -569,10 +569,10 @@ func sandboxEnv(s *Spec, token string) []string {
 	return out
 }
 
-// proxyEnv points every common client at the in-sandbox proxy: curl,
+// ProxyEnv points every common client at the in-sandbox proxy: curl,
 // wget, pip, npm, git, Go and Python's urllib and requests read these. The
 // sandbox has no DNS of its own; names are resolved by the proxy.
-func proxyEnv(token string) map[string]string {
+func ProxyEnv(token string) map[string]string {
 	httpURL := fmt.Sprintf("http://srt:%s@127.0.0.1:%d", token, ProxyHTTPPort)
 	socksURL := fmt.Sprintf("socks5h://srt:%s@127.0.0.1:%d", token, ProxySOCKSPort)
 	noProxy := "localhost,127.0.0.1,::1"

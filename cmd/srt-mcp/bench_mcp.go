@@ -29,7 +29,7 @@ type benchServer struct {
 	id    int
 }
 
-func startBenchServer() (*benchServer, error) {
+func startBenchServer(extra ...string) (*benchServer, error) {
 	self, _ := os.Executable()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -43,7 +43,7 @@ func startBenchServer() (*benchServer, error) {
 	}
 	b := &benchServer{url: fmt.Sprintf("http://127.0.0.1:%d/mcp", port), state: state,
 		cl: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
-	b.cmd = exec.Command(self, "serve", "--port", fmt.Sprint(port), "--state-dir", state)
+	b.cmd = exec.Command(self, append([]string{"serve", "--port", fmt.Sprint(port), "--state-dir", state}, extra...)...)
 	b.cmd.Stderr = io.Discard
 	if err := b.cmd.Start(); err != nil {
 		return nil, err

@@ -29,7 +29,7 @@ func dockerBackend(c *cli.Context, stateDir, instance string, logger *slog.Logge
 		return nil, fmt.Errorf("--cpu-limit must be positive")
 	}
 	b, err := dockerbox.New(context.Background(), dockerbox.Config{Image: c.String("image"), Memory: mem, CPUs: c.Float64("cpu-limit"),
-		StateDir: stateDir, Instance: instance})
+		StateDir: stateDir, Instance: instance, Egress: egress})
 	if err != nil {
 		return nil, err
 	}

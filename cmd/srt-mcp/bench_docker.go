@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+// runDockerBench measures warm-session run_python("print(2+2)") on the
+// Docker backend against `docker exec` of the same command in the same
+// container (the anchor), and against the bubblewrap backend, interleaved.
+func runDockerBench(c *cli.Context) error {
+	if err := exec.Command("docker", "image", "inspect", c.String("image")).Run(); err != nil {
+		return cli.Exit(fmt.Sprintf("bench --docker needs a Docker engine and the image %s (srt-mcp image build): %v", c.String("image"), err), 1)
+	}
+	dk, err := startBenchServer("--backend", "docker", "--image", c.String("image"))
+	if err != nil {
+		return cli.Exit(err.Error(), 1)
+	}
+	defer dk.stop()
+	nat, err := startBenchServer("--backend", "native")
+	if err != nil {
+		return cli.Exit(err.Error(), 1)
+	}
+	defer nat.stop()
+	session := func(b *benchServer) (string, error) {
+		sc, err := b.tool("upload_file", map[string]any{"filename": "warm.txt", "content_base64": "eA=="})
+		if err != nil {
+			return "", err
+		}
+		return sc["session_id"].(string), nil
+	}
+	dsid, err := session(dk)
+	if err != nil {
+		return cli.Exit(err.Error(), 1)
+	}
+	nsid, err := session(nat)
+	if err != nil {
+		return cli.Exit(err.Error(), 1)
+	}
+	code := "print(2+2)"
+	run := func(b *benchServer, sid string) func() (float64, error) {
+		return func() (float64, error) {
+			start := time.Now()
+			sc, err := b.tool("run_python", map[string]any{"session_id": sid, "code": code})
+			if err != nil {
+				return 0, err
+			}
+			if sc["stdout"] != "4\n" {
+				return 0, fmt.Errorf("run_python: %v", sc)
+			}
+			return sinceMS(start), nil
+		}
+	}
+	// The first run creates the container; the anchor execs in it.
+	if _, err := run(dk, dsid)(); err != nil {
+		return cli.Exit(err.Error(), 1)
+	}
+	out, err := exec.Command("docker", "ps", "-q", "--filter", "label=session_id="+dsid).Output()
+	cid := strings.TrimSpace(string(out))
+	if err != nil || cid == "" {
+		return cli.Exit(fmt.Sprintf("the session's container: %v %q", err, out), 1)
+	}
+	rows := []struct {
+		name string
+		f    func() (float64, error)
+		ms   []float64
+	}{
+		{name: "docker exec (CLI), same container", f: func() (float64, error) {
+			start := time.Now()
+			if out, err := exec.Command("docker", "exec", "--user", "1000:1000", cid, "/usr/bin/python3", "-c", code).CombinedOutput(); err != nil || string(out) != "4\n" {
+				return 0, fmt.Errorf("docker exec: %v %s", err, out)
+			}
+			return sinceMS(start), nil
+		}},
+		{name: "run_python, docker backend", f: run(dk, dsid)},
+		{name: "run_python, bubblewrap backend", f: run(nat, nsid)},
+	}
+	for i := 0; i < c.Int("warmup")+c.Int("rounds"); i++ {
+		for j := range rows {
+			ms, err := rows[j].f()
+			if err != nil {
+				return cli.Exit(err.Error(), 1)
+			}
+			if i >= c.Int("warmup") {
+				rows[j].ms = append(rows[j].ms, ms)
+			}
+		}
+	}
+	anchor := median(rows[0].ms)
+	fmt.Printf("%-36s %9s %9s %14s\n", `warm run_python("print(2+2)")`, "p50", "p99", "vs docker exec")
+	for _, r := range rows {
+		fmt.Printf("%-36s %7.1fms %7.1fms %13.2fx\n", r.name, median(r.ms), pct(r.ms, 0.99), median(r.ms)/anchor)
+	}
+	fmt.Printf("\nrounds: %d interleaved; run_python measured at the MCP client over Streamable HTTP; goal: docker backend <= 1.3x docker exec\n", c.Int("rounds"))
+	return nil
+}
