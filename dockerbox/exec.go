@@ -285,12 +285,20 @@ func (e *execRun) pump(tty bool) {
 	}
 	e.mu.Unlock()
 	dur := time.Since(e.start).Milliseconds()
+	dead := e.b.dead(e.cid)
+	// A run killed by SIGKILL that srt-mcp did not send: the container may
+	// be on its way out (docker rm -f, docker kill) and still say running
+	// for a moment.
+	for i := 0; i < 10 && !dead && reason == "" && code == 137; i++ {
+		time.Sleep(100 * time.Millisecond)
+		dead = e.b.dead(e.cid)
+	}
 	switch {
 	case reason == runner.EventTimeout:
 		e.emit(runner.Event{Type: runner.EventTimeout, TimeoutSeconds: timeout.Seconds(), DurationMS: dur, Truncated: trunc})
 	case reason == runner.EventCancelled:
 		e.emit(runner.Event{Type: runner.EventCancelled, DurationMS: dur, Truncated: trunc})
-	case e.b.dead(e.cid):
+	case dead:
 		e.b.forget(e.session, e.cid)
 		msg := "the session's container died during the run; the next call starts a new one (files in /mnt/data are kept)"
 		if e.b.containerOOM(e.cid) {

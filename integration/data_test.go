@@ -803,3 +803,44 @@ except OSError:
 		t.Fatalf("no allow-list, yet: %v", out)
 	}
 }
+
+// TestDataDockerErrors: each failure of the engine says what to do.
+func TestDataDockerErrors(t *testing.T) {
+	args, ok := dataBackends(t)["docker"]
+	if !ok {
+		t.Skip("the Docker backend is not available here")
+	}
+	serve := func(env []string, extra ...string) string {
+		cmd := exec.Command(nwBin(t), append([]string{"serve", "--port", strconv.Itoa(freePort(t)), "--state-dir", filepath.Join(t.TempDir(), "s")}, extra...)...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Fatalf("serve %v: want exit 1, got %v\n%s", extra, err, out)
+		}
+		return string(out)
+	}
+	if out := serve(nil, "--backend", "docker", "--image", "srt-mcp-no-such-image:v0"); !strings.Contains(out, "srt-mcp image build --tag srt-mcp-no-such-image:v0") {
+		t.Errorf("a missing image must name the build command: %s", out)
+	}
+	if out := serve([]string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}, args...); !strings.Contains(out, "not reachable") || !strings.Contains(out, "--backend native") {
+		t.Errorf("an unreachable engine must say so and what to do: %s", out)
+	}
+	// The container removed under a run.
+	d := startData(t, args)
+	sid := d.upload("", "a.txt", "x")
+	d.python(sid, "print(1)")
+	go func() {
+		time.Sleep(time.Second)
+		_ = exec.Command("docker", "rm", "-f", strings.TrimSpace(func() string {
+			out, _ := exec.Command("docker", "ps", "-q", "--filter", "label=session_id="+sid).Output()
+			return string(out)
+		}())).Run()
+	}()
+	v := d.wantError("run_python", map[string]any{"session_id": sid, "code": "import time; time.sleep(30)"}, "container_died")
+	if !strings.Contains(v["message"].(string), "next call starts a new one") {
+		t.Errorf("container_died: %v", v)
+	}
+	if r := d.python(sid, "print(open('a.txt').read())"); r["stdout"] != "x\n" {
+		t.Fatalf("the next call must work in a new container with the same files: %v", r)
+	}
+}
