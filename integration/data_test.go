@@ -844,3 +844,39 @@ func TestDataDockerErrors(t *testing.T) {
 		t.Fatalf("the next call must work in a new container with the same files: %v", r)
 	}
 }
+
+// TestDataInteractiveInSession: stdin on a pipe and on a PTY, answered with
+// send_stdin, in a session's sandbox, on each backend.
+func TestDataInteractiveInSession(t *testing.T) { forEachBackend(t, testDataInteractiveInSession) }
+
+func testDataInteractiveInSession(t *testing.T, backend []string) {
+	if contains(backend, "docker") {
+		// Known bug, open in issue 7's note: on the Docker backend a run's
+		// piped stdin reads EOF at once (the run exits 1 before its first
+		// line), though `docker exec -i` of the same wrapper works.
+		t.Skip("stdin on the Docker backend: known bug, see issue 7")
+	}
+	d := startData(t, backend)
+	sid := d.upload("", "a.txt", "x")
+	for _, interactive := range []bool{false, true} {
+		v, isErr := d.call("execute_code_async", map[string]any{"session_id": sid, "interactive": interactive,
+			"command": `read -r n; if [ -t 0 ]; then t=tty; else t=pipe; fi; echo "hello $n on $t"`})
+		if isErr {
+			t.Fatalf("execute_code_async: %v", v)
+		}
+		id := v["execution_id"].(string)
+		time.Sleep(300 * time.Millisecond)
+		if v, isErr := d.call("send_stdin", map[string]any{"execution_id": id, "input_data": "world\n"}); isErr {
+			out, _ := d.call("get_execution_output", map[string]any{"execution_id": id})
+			t.Fatalf("send_stdin: %v\n%v", v, out)
+		}
+		done, _ := d.call("get_execution_output", map[string]any{"execution_id": id, "wait": true})
+		want := "hello world on pipe"
+		if interactive {
+			want = "hello world on tty"
+		}
+		if out := fmt.Sprint(done["output"]); !strings.Contains(out, want) || fmt.Sprint(done["exit_code"]) != "0" {
+			t.Fatalf("interactive=%v: want %q, got %v", interactive, want, done)
+		}
+	}
+}
