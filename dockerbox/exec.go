@@ -43,19 +43,17 @@ func (b *Backend) Start(box executions.Box, spec runner.Spec, sink func(runner.E
 		runID = uuid.NewString()
 	}
 	pidFile := pidDir + "/" + runID
-	// The command runs as the leader of a new session (setsid, forked by a
-	// shell so that it need not fork itself), whose pid it writes first:
-	// its process group is the whole run. With a TTY it keeps the terminal
-	// as its controlling one (setsid -c).
-	setsid := "/usr/bin/setsid"
-	if spec.Stdin == runner.StdinPTY {
-		setsid += " -c"
+	// The command runs as the leader of its own session, whose pid it
+	// writes first: its process group is the whole run. With a TTY, docker
+	// exec already makes it a session leader owning the terminal; without
+	// one, setsid does, forked by a shell so that it need not fork itself.
+	// (That shell's own stderr is /dev/null and the run's is handed over on
+	// fd 3: the shell would report a killed command as "Terminated".)
+	start := `mkdir -p ` + pidDir + ` && echo $$ > ` + pidFile + ` && { command -v "$1" >/dev/null || { : > ` + pidFile + `.notfound; exit 127; }; } && exec "$@"`
+	argv := append([]string{"/bin/sh", "-c", start, "sh"}, spec.Argv...)
+	if spec.Stdin != runner.StdinPTY {
+		argv = append([]string{"/bin/sh", "-c", `exec 3>&2 2>/dev/null; /usr/bin/setsid /bin/sh -c 'exec 2>&3 3>&-; ` + start + `' sh "$@"; exit $?`, "sh"}, spec.Argv...)
 	}
-	inner := `exec 2>&3 3>&-; mkdir -p ` + pidDir + ` && echo $$ > ` + pidFile + ` && { command -v "$1" >/dev/null || { : > ` + pidFile + `.notfound; exit 127; }; } && exec "$@"`
-	// (The forking shell's own stderr is /dev/null, the run's is handed over
-	// on fd 3: the shell would report a killed command as "Terminated" in
-	// the run's output.)
-	argv := append([]string{"/bin/sh", "-c", `exec 3>&2 2>/dev/null; ` + setsid + ` /bin/sh -c '` + inner + `' sh "$@"; exit $?`, "sh"}, spec.Argv...)
 	env := []string{}
 	for k, v := range executions.SessionEnv() {
 		if _, set := spec.Env[k]; !set {

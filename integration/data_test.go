@@ -850,12 +850,6 @@ func TestDataDockerErrors(t *testing.T) {
 func TestDataInteractiveInSession(t *testing.T) { forEachBackend(t, testDataInteractiveInSession) }
 
 func testDataInteractiveInSession(t *testing.T, backend []string) {
-	if contains(backend, "docker") {
-		// Known bug, open in issue 7's note: on the Docker backend a run's
-		// piped stdin reads EOF at once (the run exits 1 before its first
-		// line), though `docker exec -i` of the same wrapper works.
-		t.Skip("stdin on the Docker backend: known bug, see issue 7")
-	}
 	d := startData(t, backend)
 	sid := d.upload("", "a.txt", "x")
 	for _, interactive := range []bool{false, true} {
