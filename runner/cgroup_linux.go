@@ -185,14 +185,19 @@ func sweepStale(parent string) {
 // children lists the host pids of pid's children (the sandbox's exec stage
 // is PID 1's only child at start-up).
 func children(pid int) []int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	if err != nil {
-		return nil
-	}
+	// Each thread lists the children it forked: srt-mcp's own PID 1 is a Go
+	// program, which may fork from any of its threads.
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
 	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
 		}
 	}
 	return out
