@@ -1,0 +1,275 @@
+// Package kernel runs long-lived language interpreters inside a session's
+// sandbox and drives them over pipes, so variables and imports persist
+// between calls. It is srt-mcp's own small protocol (JSON lines), not
+// Jupyter's ZMQ stack.
+//
+//	server                                   kernel (in the sandbox)
+//	  |                                         |  started: python3 -u -c <python_kernel.py>
+//	  | <------------- {"id":0,"ev":"ready","version":...}
+//	  | -- {"op":"exec","id":N,"code":...} -->  |  runs the cell in its namespace
+//	  | <------------- {"id":N,"ev":"stdout","data":...}   fds 1 and 2 are captured,
+//	  | <------------- {"id":N,"ev":"stderr","data":...}   subprocesses included
+//	  | <------------- {"id":N,"ev":"result","repr":...}   a trailing expression's value
+//	  | <------------- {"id":N,"ev":"error","ename":...}   the traceback went to stderr
+//	  | <------------- {"id":N,"ev":"figure","path":...}   open matplotlib figures, saved
+//	  | <------------- {"id":N,"ev":"done","ok":bool,"exec_count":K}
+//	  | -- {"op":"info","id":N} -------------> |
+//	  | <------------- {"id":N,"ev":"info","variables":[...],"modules":[...],...}
+//	  | <------------- {"id":N,"ev":"done",...}
+//	  | -- SIGINT (runner.Handle.Signal) ----> |  KeyboardInterrupt in the cell: error, done
+//
+// The kernel's own stdout carries only frames (it moves the user's fds 1
+// and 2 onto pipes of its own first). One request runs at a time. A kernel
+// that does not answer an interrupt is killed; its owner starts a new one
+// and says so.
+package kernel
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/srt-mcp/srt-mcp/runner"
+)
+
+//go:embed python_kernel.py
+var pythonKernel string
+
+// Starter launches a sandboxed process (a session backend's Start).
+type Starter func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error)
+
+// Frame is one message from a kernel.
+type Frame struct {
+	ID        uint64   `json:"id"`
+	Ev        string   `json:"ev"`
+	Data      string   `json:"data,omitempty"`
+	Repr      string   `json:"repr,omitempty"`
+	Ename     string   `json:"ename,omitempty"`
+	Evalue    string   `json:"evalue,omitempty"`
+	Path      string   `json:"path,omitempty"`
+	OK        bool     `json:"ok,omitempty"`
+	ExecCount int      `json:"exec_count,omitempty"`
+	Language  string   `json:"language,omitempty"`
+	Version   string   `json:"version,omitempty"`
+	Variables []string `json:"variables,omitempty"`
+	Modules   []string `json:"modules,omitempty"`
+	Memory    int64    `json:"memory_bytes,omitempty"`
+}
+
+// ErrDead is returned when the kernel process is gone.
+var ErrDead = errors.New("the kernel is not running")
+
+// Kernel is one running interpreter.
+type Kernel struct {
+	Language string
+	Version  string
+	Started  time.Time
+
+	h       runner.Handle
+	mu      sync.Mutex
+	nextID  uint64
+	waiters map[uint64]func(Frame)
+	buf     bytes.Buffer
+	diag    bytes.Buffer // the kernel process's own stderr (its crashes)
+	ready   chan Frame
+	dead    chan struct{}
+	deadErr string
+	busy    sync.Mutex // one request at a time
+}
+
+// Argv returns the command that runs the kernel for language with the
+// given interpreter.
+func Argv(language, interpreter string) ([]string, error) {
+	switch language {
+	case "python":
+		return []string{interpreter, "-u", "-c", pythonKernel}, nil
+	}
+	return nil, fmt.Errorf("no kernel for %s", language)
+}
+
+// Start launches a kernel: spec is the sandbox (its Argv from Argv), start
+// the backend. It returns once the kernel said it is ready.
+func Start(ctx context.Context, language string, spec runner.Spec, start Starter) (*Kernel, error) {
+	k := &Kernel{Language: language, Started: time.Now(), waiters: map[uint64]func(Frame){},
+		ready: make(chan Frame, 1), dead: make(chan struct{})}
+	spec.Stdin = runner.StdinPipe
+	h, err := start(spec, k.onEvent)
+	if err != nil {
+		return nil, err
+	}
+	k.h = h
+	select {
+	case f := <-k.ready:
+		k.Version = f.Version
+		return k, nil
+	case <-k.dead:
+		return nil, fmt.Errorf("the %s kernel exited at start-up: %s", language, k.deadErr)
+	case <-ctx.Done():
+		h.Cancel(true)
+		return nil, fmt.Errorf("the %s kernel did not start: %w", language, ctx.Err())
+	}
+}
+
+func (k *Kernel) onEvent(ev runner.Event) {
+	switch ev.Type {
+	case runner.EventStdout:
+		k.mu.Lock()
+		k.buf.Write(ev.Data)
+		var frames []Frame
+		for {
+			line, err := k.buf.ReadBytes('\n')
+			if err != nil {
+				k.buf.Reset()
+				k.buf.Write(line) // a partial line: wait for the rest
+				break
+			}
+			var f Frame
+			if json.Unmarshal(line, &f) == nil {
+				frames = append(frames, f)
+			}
+		}
+		k.mu.Unlock()
+		for _, f := range frames {
+			k.dispatch(f)
+		}
+	case runner.EventStderr:
+		k.mu.Lock()
+		if k.diag.Len() < 64<<10 {
+			k.diag.Write(ev.Data)
+		}
+		k.mu.Unlock()
+	default:
+		if ev.Terminal() {
+			k.mu.Lock()
+			k.deadErr = fmt.Sprintf("%s %s %s", ev.Type, ev.ErrCode, ev.Message)
+			if ev.Type == runner.EventExit {
+				k.deadErr = fmt.Sprintf("exit status %d", ev.ExitCode)
+			}
+			if d := bytes.TrimSpace(k.diag.Bytes()); len(d) > 0 {
+				k.deadErr += ": " + string(d)
+			}
+			waiters := k.waiters
+			k.waiters = map[uint64]func(Frame){}
+			k.mu.Unlock()
+			close(k.dead)
+			for _, w := range waiters {
+				w(Frame{Ev: "dead"})
+			}
+		}
+	}
+}
+
+func (k *Kernel) dispatch(f Frame) {
+	if f.Ev == "ready" && f.ID == 0 {
+		select {
+		case k.ready <- f:
+		default:
+		}
+		return
+	}
+	k.mu.Lock()
+	w := k.waiters[f.ID]
+	if f.Ev == "done" {
+		delete(k.waiters, f.ID)
+	}
+	k.mu.Unlock()
+	if w != nil {
+		w(f)
+	}
+}
+
+// Alive reports whether the kernel process runs.
+func (k *Kernel) Alive() bool {
+	select {
+	case <-k.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+// Dead is closed when the kernel process ends.
+func (k *Kernel) Dead() <-chan struct{} { return k.dead }
+
+// DeadReason says why the kernel ended.
+func (k *Kernel) DeadReason() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.deadErr
+}
+
+// Request sends one request and calls onFrame with each of its frames
+// until (and including) "done", or a frame {Ev: "dead"} if the kernel
+// died. It returns once the request is sent; the caller waits on its own.
+func (k *Kernel) Request(op string, fields map[string]any, onFrame func(Frame)) (uint64, error) {
+	if !k.Alive() {
+		return 0, ErrDead
+	}
+	k.mu.Lock()
+	k.nextID++
+	id := k.nextID
+	k.waiters[id] = onFrame
+	k.mu.Unlock()
+	msg := map[string]any{"op": op, "id": id}
+	for key, v := range fields {
+		msg[key] = v
+	}
+	b, _ := json.Marshal(msg)
+	if _, err := k.h.Write(append(b, '\n')); err != nil {
+		k.mu.Lock()
+		delete(k.waiters, id)
+		k.mu.Unlock()
+		return 0, fmt.Errorf("%w: %v", ErrDead, err)
+	}
+	return id, nil
+}
+
+// Lock serialises requests (one cell at a time); Unlock releases it.
+func (k *Kernel) Lock()   { k.busy.Lock() }
+func (k *Kernel) Unlock() { k.busy.Unlock() }
+
+// TryLock is Lock without waiting.
+func (k *Kernel) TryLock() bool { return k.busy.TryLock() }
+
+// Interrupt sends SIGINT to the kernel (KeyboardInterrupt in its cell).
+func (k *Kernel) Interrupt() error { return k.h.Signal(syscall.SIGINT) }
+
+// Info asks the kernel for its variables, modules, execution count and
+// memory (real introspection of its namespace).
+func (k *Kernel) Info(ctx context.Context) (Frame, error) {
+	k.Lock()
+	defer k.Unlock()
+	got := make(chan Frame, 4)
+	if _, err := k.Request("info", nil, func(f Frame) { got <- f }); err != nil {
+		return Frame{}, err
+	}
+	var info Frame
+	for {
+		select {
+		case f := <-got:
+			switch f.Ev {
+			case "info":
+				info = f
+			case "done":
+				return info, nil
+			case "dead":
+				return Frame{}, ErrDead
+			}
+		case <-ctx.Done():
+			return Frame{}, ctx.Err()
+		}
+	}
+}
+
+// Close ends the kernel (and its sandbox).
+func (k *Kernel) Close() {
+	if k.h != nil {
+		k.h.Cancel(true)
+	}
+}

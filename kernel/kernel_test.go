@@ -1,0 +1,254 @@
+package kernel
+
+// The protocol against the real Python kernel and the real interpreter.
+// The process runs unsandboxed here (procHandle); the sandboxed path is
+// covered by the integration suite.
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/srt-mcp/srt-mcp/runner"
+)
+
+type procHandle struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan struct{}
+	end   runner.Event
+}
+
+func (p *procHandle) Write(b []byte) (int, error)     { return p.stdin.Write(b) }
+func (p *procHandle) CloseStdin() error               { return p.stdin.Close() }
+func (p *procHandle) Resize(uint16, uint16) error     { return nil }
+func (p *procHandle) Signal(sig syscall.Signal) error { return p.cmd.Process.Signal(sig) }
+func (p *procHandle) Cancel(bool)                     { _ = p.cmd.Process.Kill() }
+func (p *procHandle) Wait() runner.Event              { <-p.done; return p.end }
+func (p *procHandle) Done() <-chan struct{}           { return p.done }
+
+// localStart runs spec's argv as a plain child process, streaming its
+// stdout and stderr as runner events.
+func localStart(dir string) Starter {
+	return func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+		cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "MPLBACKEND=Agg", "MPLCONFIGDIR="+filepath.Join(dir, ".mpl"))
+		stdin, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		errp, _ := cmd.StderrPipe()
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		p := &procHandle{cmd: cmd, stdin: stdin, done: make(chan struct{})}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		pipe := func(r io.Reader, typ string) {
+			defer wg.Done()
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := r.Read(buf)
+				if n > 0 {
+					mu.Lock()
+					sink(runner.Event{Type: typ, Data: append([]byte(nil), buf[:n]...)})
+					mu.Unlock()
+				}
+				if err != nil {
+					return
+				}
+			}
+		}
+		wg.Add(2)
+		go pipe(out, runner.EventStdout)
+		go pipe(errp, runner.EventStderr)
+		go func() {
+			wg.Wait()
+			_ = cmd.Wait()
+			p.end = runner.Event{Type: runner.EventExit, ExitCode: cmd.ProcessState.ExitCode()}
+			sink(p.end)
+			close(p.done)
+		}()
+		return p, nil
+	}
+}
+
+func startPython(t *testing.T) (*Kernel, string) {
+	t.Helper()
+	py := "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	dir := t.TempDir()
+	argv, err := Argv("python", py)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	k, err := Start(ctx, "python", runner.Spec{Argv: argv}, localStart(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	return k, dir
+}
+
+type cellResult struct {
+	stdout, stderr string
+	end            runner.Event
+	cell           *Cell
+}
+
+func run(t *testing.T, k *Kernel, code string, opt CellOptions) cellResult {
+	t.Helper()
+	var mu sync.Mutex
+	var r cellResult
+	c, err := RunCell(k, code, opt, func(ev runner.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev.Type {
+		case runner.EventStdout:
+			r.stdout += string(ev.Data)
+		case runner.EventStderr:
+			r.stderr += string(ev.Data)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("cell %q did not finish", code)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	r.end, r.cell = c.Wait(), c
+	return r
+}
+
+func TestStatePersistsAndREPLValue(t *testing.T) {
+	k, _ := startPython(t)
+	if k.Version == "" {
+		t.Error("no version in the ready frame")
+	}
+	r := run(t, k, "x = 42\nimport json as js", CellOptions{})
+	if r.end.Type != runner.EventExit || r.end.ExitCode != 0 || r.stdout != "" {
+		t.Fatalf("cell 1: %+v %q %q", r.end, r.stdout, r.stderr)
+	}
+	r = run(t, k, "y = x * 2", CellOptions{})
+	r = run(t, k, "print(f'Result: {y}')\ny + 1", CellOptions{})
+	if r.stdout != "Result: 84\n85\n" || r.end.ExitCode != 0 {
+		t.Fatalf("state across cells: %q %q", r.stdout, r.stderr)
+	}
+	r = run(t, k, "import os\nos.system('echo from a subprocess; echo err >&2')", CellOptions{})
+	if !strings.Contains(r.stdout, "from a subprocess\n") || !strings.Contains(r.stderr, "err\n") {
+		t.Fatalf("fd-level output: %q %q", r.stdout, r.stderr)
+	}
+	info, err := k.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(info.Variables, ",") != "x,y" || strings.Join(info.Modules, ",") != "json,os" || info.ExecCount != 4 || info.Memory <= 0 {
+		t.Fatalf("info: %+v", info)
+	}
+}
+
+func TestExceptionIsExitOneWithTraceback(t *testing.T) {
+	k, _ := startPython(t)
+	r := run(t, k, "a = 1\nb = {'x': 1}\nb['sales_amount']", CellOptions{})
+	if r.end.ExitCode != 1 || !strings.Contains(r.stderr, "Traceback") || !strings.Contains(r.stderr, "KeyError: 'sales_amount'") ||
+		!strings.Contains(r.stderr, "b['sales_amount']") || strings.Contains(r.stderr, "run_cell") {
+		t.Fatalf("exception: %+v\n%s", r.end, r.stderr)
+	}
+	if r := run(t, k, "print(a)", CellOptions{}); r.stdout != "1\n" {
+		t.Fatalf("state after an exception: %q", r.stdout)
+	}
+	r = run(t, k, "raise SystemExit(3)", CellOptions{})
+	if r.end.ExitCode != 1 || !k.Alive() {
+		t.Fatalf("SystemExit must not end the kernel: %+v alive=%v", r.end, k.Alive())
+	}
+}
+
+func TestInterruptAndTimeout(t *testing.T) {
+	k, _ := startPython(t)
+	run(t, k, "keep = 'kept'", CellOptions{})
+	start := time.Now()
+	r := run(t, k, "while True: pass", CellOptions{Timeout: 500 * time.Millisecond})
+	if r.end.Type != runner.EventTimeout || !strings.Contains(r.stderr, "KeyboardInterrupt") || r.cell.Restarted || time.Since(start) > 3*time.Second {
+		t.Fatalf("an interrupted loop: %+v %q", r.end, r.stderr)
+	}
+	if r := run(t, k, "print(keep)", CellOptions{}); r.stdout != "kept\n" {
+		t.Fatalf("the next cell after an interrupt: %q %q", r.stdout, r.stderr)
+	}
+	// A cell that ignores SIGINT: the kernel is killed and says so.
+	r = run(t, k, "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: time.sleep(0.01)",
+		CellOptions{Timeout: 300 * time.Millisecond, Grace: 500 * time.Millisecond})
+	if r.end.Type != runner.EventTimeout || !r.cell.Restarted || !strings.Contains(r.end.Message, "restarted") {
+		t.Fatalf("a wedged cell: %+v", r.end)
+	}
+	select {
+	case <-k.Dead():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the wedged kernel is still running")
+	}
+	if _, err := RunCell(k, "1", CellOptions{}, func(runner.Event) {}); err == nil {
+		t.Fatal("a dead kernel accepted a cell")
+	}
+}
+
+func TestCancelAndBusy(t *testing.T) {
+	k, _ := startPython(t)
+	var c *Cell
+	done := make(chan runner.Event, 1)
+	c, err := RunCell(k, "import time\ntime.sleep(30)", CellOptions{}, func(ev runner.Event) {
+		if ev.Terminal() {
+			done <- ev
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RunCell(k, "1", CellOptions{}, func(runner.Event) {}); err != ErrBusy {
+		t.Fatalf("a second cell while one runs: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	c.Cancel(false)
+	select {
+	case ev := <-done:
+		if ev.Type != runner.EventCancelled {
+			t.Fatalf("cancel: %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("cancel did not end the cell")
+	}
+	if r := run(t, k, "2+2", CellOptions{}); r.stdout != "4\n" {
+		t.Fatalf("after cancel: %q", r.stdout)
+	}
+}
+
+func TestOutputCapAndFigures(t *testing.T) {
+	k, dir := startPython(t)
+	r := run(t, k, "print('x' * 10000)", CellOptions{MaxOutput: 100})
+	if len(r.stdout) != 100 || len(r.end.Truncated) != 1 || r.end.Truncated[0] != "stdout" {
+		t.Fatalf("cap: %d %v", len(r.stdout), r.end.Truncated)
+	}
+	if exec.Command("/usr/bin/python3", "-c", "import matplotlib").Run() != nil {
+		t.Skip("no matplotlib")
+	}
+	r = run(t, k, "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('t')", CellOptions{})
+	if r.end.ExitCode != 0 {
+		t.Fatalf("plot: %q", r.stderr)
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "figure_*.png"))
+	if len(matches) != 1 {
+		t.Fatalf("an open figure must be saved as a PNG: %v (stderr %q)", matches, r.stderr)
+	}
+}

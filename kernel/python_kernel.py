@@ -1,0 +1,189 @@
+# srt-mcp's Python kernel: one long-lived interpreter per workspace, driven
+# over pipes (see kernel.go for the protocol). It keeps the user's namespace
+# between cells, captures everything written to fds 1 and 2 (print, C
+# extensions, subprocesses), returns the value of a trailing expression like
+# a REPL, reports exceptions as tracebacks, and saves open matplotlib
+# figures as PNG files in the working directory.
+import ast
+import json
+import linecache
+import os
+import signal
+import sys
+import threading
+import traceback
+
+KERNEL_FILE = sys._getframe().f_code.co_filename
+PROTO = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8", errors="replace")
+_proto_lock = threading.Lock()
+SYNC = b"\x00srt-mcp-sync\x00"
+
+
+def send(msg):
+    line = json.dumps(msg, ensure_ascii=False)
+    with _proto_lock:
+        PROTO.write(line + "\n")
+        PROTO.flush()
+
+
+class Capture:
+    """Redirects one fd to a pipe whose reader thread forwards its bytes as
+    frames of the current cell."""
+
+    def __init__(self, fd, name):
+        self.fd, self.name = fd, name
+        r, w = os.pipe()
+        os.dup2(w, fd)
+        os.close(w)
+        self.r = r
+        self.cell = 0
+        self.synced = threading.Event()
+        threading.Thread(target=self.pump, daemon=True).start()
+
+    def pump(self):
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(self.r, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            pending += chunk
+            while True:
+                i = pending.find(SYNC)
+                if i < 0:
+                    break
+                self.emit(pending[:i])
+                pending = pending[i + len(SYNC):]
+                self.synced.set()
+            # Keep a tail that could be the start of a marker.
+            keep = 0
+            for k in range(min(len(SYNC) - 1, len(pending)), 0, -1):
+                if SYNC.startswith(pending[-k:]):
+                    keep = k
+                    break
+            if len(pending) > keep:
+                self.emit(pending[: len(pending) - keep])
+                pending = pending[len(pending) - keep:]
+
+    def emit(self, data):
+        if data:
+            send({"id": self.cell, "ev": self.name, "data": data.decode("utf-8", "replace")})
+
+    def sync(self):
+        self.synced.clear()
+        os.write(self.fd, SYNC)
+        self.synced.wait(2)
+
+
+sys.stdout.flush()
+sys.stderr.flush()
+OUT, ERR = Capture(1, "stdout"), Capture(2, "stderr")
+sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+sys.stderr = os.fdopen(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+user_ns = {"__name__": "__main__", "__builtins__": __builtins__}
+exec_count = 0
+figures_saved = 0
+
+
+def save_figures(cell):
+    global figures_saved
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    for num in plt.get_fignums():
+        fig = plt.figure(num)
+        figures_saved += 1
+        name = "figure_%d_%d.png" % (cell, figures_saved)
+        try:
+            fig.savefig(os.path.join(os.getcwd(), name))
+            send({"id": cell, "ev": "figure", "path": os.path.join(os.getcwd(), name)})
+        except Exception as e:  # a figure that cannot be saved is reported, not fatal
+            send({"id": cell, "ev": "stderr", "data": "srt-mcp: could not save figure %d: %s\n" % (num, e)})
+    plt.close("all")
+
+
+def run_cell(cell, code):
+    global exec_count
+    exec_count += 1
+    ok = True
+    name = "<cell %d>" % exec_count
+    linecache.cache[name] = (len(code), None, code.splitlines(True), name)  # tracebacks show the lines
+    try:
+        tree = ast.parse(code, name, "exec")
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        exec(compile(tree, "<cell %d>" % exec_count, "exec"), user_ns)
+        if last is not None:
+            value = eval(compile(last, "<cell %d>" % exec_count, "eval"), user_ns)
+            if value is not None:
+                user_ns["_"] = value
+                send({"id": cell, "ev": "result", "repr": repr(value)})
+    except BaseException as e:  # KeyboardInterrupt and SystemExit included: the kernel stays
+        ok = False
+        tb = e.__traceback__
+        # Drop the kernel's own frames.
+        while tb is not None and tb.tb_frame.f_code.co_filename == KERNEL_FILE:
+            tb = tb.tb_next
+        text = "".join(traceback.format_exception(type(e), e, tb))
+        sys.stderr.write(text)
+        send({"id": cell, "ev": "error", "ename": type(e).__name__, "evalue": str(e)})
+    try:
+        save_figures(cell)
+    except BaseException:
+        pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+    OUT.sync()
+    ERR.sync()
+    send({"id": cell, "ev": "done", "ok": ok, "exec_count": exec_count})
+
+
+def info(cell):
+    import types
+    variables, modules = [], set()
+    for k, v in list(user_ns.items()):
+        if k.startswith("_") or k == "__builtins__":
+            continue
+        if isinstance(v, types.ModuleType):
+            modules.add(v.__name__)
+            continue
+        variables.append(k)
+    rss = 0
+    try:
+        with open("/proc/self/statm") as f:
+            rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except Exception:
+        import resource
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    send({"id": cell, "ev": "info", "variables": sorted(variables), "modules": sorted(modules),
+          "exec_count": exec_count, "memory_bytes": rss})
+
+
+def main():
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    send({"id": 0, "ev": "ready", "language": "python", "version": sys.version.split()[0], "pid": os.getpid()})
+    for line in sys.stdin:
+        try:
+            req = json.loads(line)
+        except ValueError:
+            continue
+        cell = req.get("id", 0)
+        OUT.cell = ERR.cell = cell
+        try:
+            if req.get("op") == "exec":
+                run_cell(cell, req.get("code", ""))
+            elif req.get("op") == "info":
+                info(cell)
+                send({"id": cell, "ev": "done", "ok": True, "exec_count": exec_count})
+        except KeyboardInterrupt:
+            # An interrupt between cells (or while reporting): the cell ends.
+            send({"id": cell, "ev": "error", "ename": "KeyboardInterrupt", "evalue": ""})
+            send({"id": cell, "ev": "done", "ok": False, "exec_count": exec_count})
+
+
+main()
