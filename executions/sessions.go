@@ -83,6 +83,7 @@ type Session struct {
 	closers  map[int]func() // runs to stop when the session ends
 	nextID   int
 	lastUsed time.Time
+	ttl      time.Duration // this session's idle TTL, when set
 	busy     bool
 	closed   bool
 	audit    *os.File
@@ -350,7 +351,11 @@ func (s *Sessions) Sweep(now time.Time) int {
 	s.mu.Lock()
 	for id, ss := range s.open {
 		ss.mu.Lock()
-		idle := !ss.busy && now.Sub(ss.lastUsed) > s.cfg.TTL
+		ttl := s.cfg.TTL
+		if ss.ttl > 0 {
+			ttl = ss.ttl
+		}
+		idle := !ss.busy && now.Sub(ss.lastUsed) > ttl
 		ss.mu.Unlock()
 		if idle {
 			delete(s.open, id)
@@ -414,6 +419,24 @@ func (ss *Session) touch() {
 	ss.mu.Lock()
 	ss.lastUsed = time.Now()
 	ss.mu.Unlock()
+}
+
+// SetTTL gives the session its own idle TTL.
+func (ss *Session) SetTTL(d time.Duration) {
+	ss.mu.Lock()
+	ss.ttl = d
+	ss.mu.Unlock()
+}
+
+// ExpiresAt is when the session closes if it stays idle.
+func (s *Sessions) ExpiresAt(ss *Session) time.Time {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ttl := s.cfg.TTL
+	if ss.ttl > 0 {
+		ttl = ss.ttl
+	}
+	return ss.lastUsed.Add(ttl)
 }
 
 // Acquire marks the session busy for one run; release with Release.

@@ -102,7 +102,7 @@ func connect(t *testing.T, url string) *client.Client {
 		t.Fatal(err)
 	}
 	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ProtocolVersion = "2025-11-25" // a session per client: workspaces are per MCP session
 	init.Params.ClientInfo = mcp.Implementation{Name: "srt-mcp-data-test", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatal(err)

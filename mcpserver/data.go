@@ -74,9 +74,12 @@ func (s *Server) addDataTools(dc DataConfig) {
 		dc.Backend = &executions.Native{Launch: s.mgr.Starter()}
 	}
 	s.data = &dc
+	s.ws = newWorkspaces()
+	s.addWorkspaceTools()
 	go s.buildCacheTemplate()
 	dc.Sessions.OnEnd(func(ss *executions.Session) {
 		s.mgr.CancelOwner(dataOwner(ss.ID), true)
+		s.closeKernels(ss.ID)
 		if err := dc.Backend.Destroy(ss.ID); err != nil {
 			s.cfg.Logger.Warn("removing a session's sandbox", "session_id", ss.ID, "error", err)
 		}

@@ -52,6 +52,7 @@ type Server struct {
 	mgr  *executions.Manager
 	mcp  *server.MCPServer
 	data *DataConfig
+	ws   *workspaces
 }
 
 // New builds the MCP server with the seven execution tools.
@@ -80,6 +81,7 @@ func New(cfg Config, mgr *executions.Manager) *Server {
 		if n := mgr.CancelOwner(owner, false); n > 0 {
 			cfg.Logger.Info("session ended; cancelled its executions", "session", sess.SessionID(), "cancelled", n)
 		}
+		s.closeWorkspaceOf(owner)
 	})
 	s.mcp = server.NewMCPServer("srt-mcp", cfg.Version,
 		server.WithToolCapabilities(false),

@@ -27,6 +27,10 @@ type execArgs struct {
 	SandboxConfig     *sandboxConfig    `json:"sandbox_config,omitempty"`
 	WaitForCompletion *bool             `json:"wait_for_completion,omitempty"`
 	SessionID         string            `json:"session_id,omitempty"`
+	// seed 001: code in a language, run in the workspace's kernel.
+	Code     string   `json:"code,omitempty"`
+	Language string   `json:"language,omitempty"`
+	Timeout  *float64 `json:"timeout,omitempty"`
 }
 
 type sandboxConfig struct {
@@ -61,15 +65,17 @@ func execSchema(async bool) json.RawMessage {
 	return json.RawMessage(`{
   "type": "object",
   "properties": {
-    "command": {"type": "string", "description": "Shell command to run (bash -c), e.g. \"python3 -c 'print(1)'\" or \"ls -la && cat file\"."},
+    "command": {"type": "string", "description": "Shell command to run (bash -c), e.g. \"python3 -c 'print(1)'\" or \"ls -la && cat file\". Give either command, or code with language."},
+    "code": {"type": "string", "description": "Source code to run in the workspace's persistent interpreter (seed 001): variables and imports stay for the next call; the value of a trailing expression is printed like a REPL; open matplotlib figures are saved to /mnt/data."},
+    "language": {"type": "string", "enum": ["python"], "description": "Language of code."},
+    "timeout": {"type": "integer", "minimum": 1, "maximum": 300, "default": 30, "description": "With code: seconds before the cell is interrupted (SIGINT; if the interpreter does not stop, it is restarted and the reply says so)."},
     "timeout_seconds": {"type": "number", "default": 60, "description": "Wall-clock limit; the command gets SIGTERM, then SIGKILL. At most the operator's maximum."},
     "interactive": {"type": "boolean", "default": false, "description": "Run on a pseudo-terminal (for prompts and REPLs); answer with send_stdin."},
     "working_directory": {"type": "string", "default": "/tmp", "description": "Directory to start in: /tmp (the sandbox's private, writable scratch space), /mnt/data with a session_id, or an absolute host path the operator allows."},
-    "session_id": {"type": "string", "description": "A data session (sess_ + 12 hex digits, as from upload_file or run_python): its files are mounted read-write at /mnt/data, which becomes the default working directory. One run per session at a time."},
+    "session_id": {"type": "string", "description": "A data session (sess_ + 12 hex digits, as from upload_file, run_python or create_session): its files are mounted read-write at /mnt/data, which becomes the default working directory. One run per session at a time. With code: omit it to use this connection's workspace, or pass \"__stateless__\" for a fresh interpreter."},
     "environment": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Environment variables to set. Nothing of the server's environment is passed."},
     "sandbox_config": ` + sandboxConfigSchema + wait + `
   },
-  "required": ["command"],
   "additionalProperties": false
 }`)
 }
@@ -89,8 +95,14 @@ const resultSchema = `{
     "exit_code": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
     "output": {"type": "array", "items": ` + eventSchema + `},
     "next_seq": {"type": "integer", "description": "Pass as since_seq to get_execution_output to receive only newer events."},
-    "truncated": {"type": "array", "items": {"type": "string"}, "description": "Streams cut at the output limit."},
-    "error": {"type": "string"}
+    "truncated": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "boolean"}], "description": "command: the streams cut at the output limit; code: whether output was cut."},
+    "error": {"type": "string"},
+    "session_id": {"type": "string", "description": "code: the workspace session the cell ran in"},
+    "stdout": {"type": "string"},
+    "stderr": {"type": "string"},
+    "execution_time_ms": {"type": "number"},
+    "note": {"type": "string", "description": "code: why the interpreter was restarted, when it was"},
+    "artifacts": {"type": "array", "items": {"type": "object"}, "description": "code: files the cell created or changed in /mnt/data"}
   },
   "required": ["execution_id", "status", "output"]
 }`
@@ -312,8 +324,17 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 		if err := req.BindArguments(&a); err != nil {
 			return toolError("invalid_arguments", err.Error()), nil
 		}
+		if a.Code != "" || a.Language != "" {
+			if a.Command != "" {
+				return toolError("invalid_arguments", "give either command (a shell command) or code with language, not both"), nil
+			}
+			if strings.TrimSpace(a.Code) == "" {
+				return toolError("invalid_arguments", "code is empty; give the source to run"), nil
+			}
+			return s.handleCode(ctx, req, a, async)
+		}
 		if strings.TrimSpace(a.Command) == "" {
-			return toolError("invalid_arguments", "command is empty; give the shell command to run"), nil
+			return toolError("invalid_arguments", "command is empty; give the shell command to run (or code with language)"), nil
 		}
 		spec, err := s.specFor(a)
 		if err != nil {

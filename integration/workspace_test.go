@@ -1,0 +1,165 @@
+package integration
+
+// Stateful workspaces (seed 001 §5-6) through a real MCP client, on each
+// backend: a persistent interpreter per MCP session.
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestWorkspaceState(t *testing.T) { forEachBackend(t, testWorkspaceState) }
+
+func testWorkspaceState(t *testing.T, backend []string) {
+	d := startData(t, backend)
+	code := func(c string, extra ...any) (map[string]any, bool) {
+		t.Helper()
+		args := map[string]any{"code": c, "language": "python"}
+		for i := 0; i+1 < len(extra); i += 2 {
+			args[extra[i].(string)] = extra[i+1]
+		}
+		return d.call("execute_code", args)
+	}
+	// seed 001 §6.6: state across three calls, no session id.
+	for _, c := range []string{"x = 42", "y = x * 2"} {
+		if v, isErr := code(c); isErr || fmt.Sprint(v["exit_code"]) != "0" {
+			t.Fatalf("%s: %v", c, v)
+		}
+	}
+	v, _ := code("print(f'Result: {y}')")
+	if v["stdout"] != "Result: 84\n" || v["stderr"] != "" || fmt.Sprint(v["exit_code"]) != "0" || v["execution_time_ms"] == nil {
+		t.Fatalf("state across calls: %v", v)
+	}
+	sid := v["session_id"].(string)
+	// A trailing expression is returned like a REPL; an exception is exit 1
+	// with a traceback, and the state survives it.
+	v, _ = code("import json\ny + 1")
+	if v["stdout"] != "85\n" {
+		t.Fatalf("REPL value: %v", v)
+	}
+	v, _ = code("{'a': 1}['sales_amount']")
+	if fmt.Sprint(v["exit_code"]) != "1" || !strings.Contains(v["stderr"].(string), "KeyError: 'sales_amount'") {
+		t.Fatalf("exception: %v", v)
+	}
+	// __stateless__ does not see it.
+	v, _ = code("print(x)", "session_id", "__stateless__")
+	if fmt.Sprint(v["exit_code"]) != "1" || !strings.Contains(v["stderr"].(string), "NameError") {
+		t.Fatalf("stateless run saw the workspace: %v", v)
+	}
+	// Another client has its own workspace.
+	other := connect(t, d.url)
+	ov, _ := callTool(t, other, "execute_code", map[string]any{"code": "print(x)", "language": "python"})
+	if !strings.Contains(fmt.Sprint(ov["stderr"]), "NameError") || ov["session_id"] == sid {
+		t.Fatalf("another MCP session saw this workspace: %v", ov)
+	}
+	// Introspection of the running interpreter.
+	info, isErr := d.call("get_workspace_info", map[string]any{})
+	if isErr || info["session_id"] != sid || fmt.Sprint(info["variables"]) != "[x y]" || fmt.Sprint(info["imports"]) != "[json]" ||
+		info["execution_count"].(float64) < 5 || info["memory_used_bytes"].(float64) <= 0 {
+		t.Fatalf("get_workspace_info: %v", info)
+	}
+	// An infinite loop is interrupted at its timeout; the next cell works.
+	v, _ = code("while True: pass", "timeout", 1)
+	if fmt.Sprint(v["exit_code"]) != "-1" || !strings.Contains(v["stderr"].(string), "timed out after 1 seconds") {
+		t.Fatalf("timeout: %v", v)
+	}
+	if v, _ := code("print(x)"); v["stdout"] != "42\n" {
+		t.Fatalf("after the interrupt: %v", v)
+	}
+	// A cell that ignores SIGINT: the interpreter is restarted, and said so.
+	v, _ = code("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: time.sleep(0.01)", "timeout", 1)
+	if fmt.Sprint(v["exit_code"]) != "-1" || !strings.Contains(v["stderr"].(string), "restarted") {
+		t.Fatalf("a wedged cell: %v", v)
+	}
+	v, _ = code("print('x' in dir())")
+	if v["stdout"] != "False\n" || !strings.Contains(fmt.Sprint(v["note"]), "restart") {
+		t.Fatalf("after a restart the reply must say the state is gone: %v", v)
+	}
+	// A figure becomes an artifact.
+	v, _ = code("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.title('t')")
+	if arts := fmt.Sprint(v["artifacts"]); !strings.Contains(arts, "figure_") || !strings.Contains(arts, "download_url") {
+		t.Fatalf("figure artifact: %v", v)
+	}
+	// cancel_execution stops a running cell; the interpreter stays.
+	code("keep = 1")
+	av, isErr := d.call("execute_code_async", map[string]any{"code": "import time\ntime.sleep(60)", "language": "python"})
+	if isErr {
+		t.Fatalf("async cell: %v", av)
+	}
+	time.Sleep(300 * time.Millisecond)
+	d.wantErrorless("cancel_execution", map[string]any{"execution_id": av["execution_id"]})
+	done, _ := d.call("get_execution_output", map[string]any{"execution_id": av["execution_id"], "wait": true})
+	if done["status"] != "cancelled" {
+		t.Fatalf("cancelled cell: %v", done)
+	}
+	if v, _ := code("print(keep)"); v["stdout"] != "1\n" {
+		t.Fatalf("after cancel: %v", v)
+	}
+	// reset_workspace clears the variables, keeps the files.
+	code("open('/mnt/data/kept.txt', 'w').write('k')")
+	if v, isErr := d.call("reset_workspace", map[string]any{}); isErr || v["status"] != "reset" {
+		t.Fatalf("reset: %v", v)
+	}
+	if info, _ := d.call("get_workspace_info", map[string]any{}); fmt.Sprint(info["variables"]) != "[]" {
+		t.Fatalf("after reset: %v", info)
+	}
+	if v, _ := code("print(open('/mnt/data/kept.txt').read())"); v["stdout"] != "k\n" {
+		t.Fatalf("files after reset: %v", v)
+	}
+}
+
+func (d *dataServer) wantErrorless(name string, args map[string]any) map[string]any {
+	d.t.Helper()
+	v, isErr := d.call(name, args)
+	if isErr {
+		d.t.Fatalf("%s %v: %v", name, args, v)
+	}
+	return v
+}
+
+func TestWorkspaceExplicitSessions(t *testing.T) { forEachBackend(t, testWorkspaceExplicitSessions) }
+
+func testWorkspaceExplicitSessions(t *testing.T, backend []string) {
+	d := startData(t, backend)
+	v := d.wantErrorless("create_session", map[string]any{"language": "python", "timeout_seconds": 120})
+	sid := v["session_id"].(string)
+	if !strings.HasPrefix(sid, "sess_") || v["created_at"] == nil || v["expires_at"] == nil {
+		t.Fatalf("create_session: %v", v)
+	}
+	d.wantError("create_session", map[string]any{"language": "cobol"}, "unsupported_language")
+	d.wantError("create_session", map[string]any{"language": "python", "memory_limit_mb": 10}, "invalid_arguments")
+	d.wantErrorless("execute_code", map[string]any{"code": "n = 7", "language": "python", "session_id": sid})
+	if v, _ := d.call("execute_code", map[string]any{"code": "print(n)", "language": "python"}); !strings.Contains(fmt.Sprint(v["stderr"]), "NameError") {
+		t.Fatalf("the connection's workspace saw an explicit session's variable: %v", v)
+	}
+	if v, _ := d.call("execute_code", map[string]any{"code": "n * 6", "language": "python", "session_id": sid}); v["stdout"] != "42\n" {
+		t.Fatalf("explicit session state: %v", v)
+	}
+	// The same files as the data tools.
+	if v, _ := d.call("run_python", map[string]any{"session_id": sid, "code": "print(1)"}); v["stdout"] != "1\n" {
+		t.Fatalf("run_python in an explicit session: %v", v)
+	}
+	rts := d.wantErrorless("list_runtimes", map[string]any{})
+	if s := fmt.Sprint(rts["runtimes"]); !strings.Contains(s, "language:python") || !strings.Contains(s, "stateful:true") {
+		t.Fatalf("list_runtimes: %v", rts)
+	}
+	// Two cells at once in one session: the second is refused, not queued.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		callTool(t, d.c, "execute_code", map[string]any{"code": "import time; time.sleep(1.5)", "language": "python", "session_id": sid})
+	}()
+	time.Sleep(400 * time.Millisecond)
+	if v, isErr := d.call("execute_code", map[string]any{"code": "1", "language": "python", "session_id": sid}); !isErr || !strings.Contains(fmt.Sprint(v["error"]), "session_busy") {
+		t.Fatalf("a concurrent cell: %v", v)
+	}
+	wg.Wait()
+	d.wantErrorless("destroy_session", map[string]any{"session_id": sid})
+	if v, isErr := d.call("execute_code", map[string]any{"code": "1", "language": "python", "session_id": sid}); !isErr || !strings.Contains(fmt.Sprint(v["error"]), "session_not_found") {
+		t.Fatalf("a destroyed session: %v", v)
+	}
+}
