@@ -83,6 +83,7 @@ type Session struct {
 	closers  map[int]func() // runs to stop when the session ends
 	nextID   int
 	lastUsed time.Time
+	pooled   bool          // in a warm pool: not counted, not expired, not found by Get
 	ttl      time.Duration // this session's idle TTL, when set
 	busy     bool
 	closed   bool
@@ -209,7 +210,7 @@ func (s *Sessions) Get(id string) (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss, ok := s.open[id]
-	if !ok {
+	if !ok || ss.pooled {
 		return nil, sessErr("session_not_found", "No active session with id %s", id)
 	}
 	ss.touch()
@@ -227,19 +228,67 @@ func (s *Sessions) GetOrCreate(id string) (*Session, bool, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ss, ok := s.open[id]; ok {
+	if ss, ok := s.open[id]; ok && !ss.pooled {
 		ss.touch()
 		return ss, false, nil
+	} else if ok {
+		return nil, false, sessErr("session_not_found", "No active session with id %s", id)
 	}
-	if len(s.open) >= s.cfg.Max {
+	if s.activeLocked() >= s.cfg.Max {
 		return nil, false, sessErr("max_sessions", "Maximum %d concurrent sessions reached. Close an existing session first.", s.cfg.Max)
 	}
+	ss, err := s.createLocked(id)
+	if err != nil {
+		return nil, false, err
+	}
+	return ss, true, nil
+}
+
+// CreatePooled makes a session for a warm pool: it does not count against
+// the cap and never idles out until Claim hands it to a caller.
+func (s *Sessions) CreatePooled() (*Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, err := s.createLocked(NewSessionID())
+	if err != nil {
+		return nil, err
+	}
+	ss.pooled = true
+	return ss, nil
+}
+
+// Claim turns a pooled session into a caller's (under the cap).
+func (s *Sessions) Claim(ss *Session) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.open[ss.ID]; !ok || !ss.pooled {
+		return sessErr("session_not_found", "the pooled session %s is gone", ss.ID)
+	}
+	if s.activeLocked() >= s.cfg.Max {
+		return sessErr("max_sessions", "Maximum %d concurrent sessions reached. Close an existing session first.", s.cfg.Max)
+	}
+	ss.pooled = false
+	ss.touch()
+	return nil
+}
+
+func (s *Sessions) activeLocked() int {
+	n := 0
+	for _, ss := range s.open {
+		if !ss.pooled {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Sessions) createLocked(id string) (*Session, error) {
 	dir := filepath.Join(s.dir, id)
 	ss := &Session{ID: id, Dir: dir, Workspace: filepath.Join(dir, "data"), Cache: filepath.Join(dir, "cache"), Created: time.Now(), lastUsed: time.Now()}
 	ss.owner = s.cfg.Owner
 	for _, d := range []string{ss.Workspace, ss.Cache} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 	}
 	if t := s.CacheTemplate(); t != "" {
@@ -262,7 +311,7 @@ func (s *Sessions) GetOrCreate(id string) (*Session, bool, error) {
 		}
 	}
 	s.open[id] = ss
-	return ss, true, nil
+	return ss, nil
 }
 
 // Close ends a session and removes its workspace.
@@ -323,11 +372,11 @@ func (ss *Session) OnClose(f func()) (remove func()) {
 	}
 }
 
-// Count returns the number of open sessions.
+// Count returns the number of open sessions (pooled ones not included).
 func (s *Sessions) Count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.open)
+	return s.activeLocked()
 }
 
 func (s *Sessions) sweepLoop() {
@@ -355,7 +404,7 @@ func (s *Sessions) Sweep(now time.Time) int {
 		if ss.ttl > 0 {
 			ttl = ss.ttl
 		}
-		idle := !ss.busy && now.Sub(ss.lastUsed) > ttl
+		idle := !ss.busy && !ss.pooled && now.Sub(ss.lastUsed) > ttl
 		ss.mu.Unlock()
 		if idle {
 			delete(s.open, id)

@@ -68,6 +68,9 @@ func startServe(t *testing.T, extra ...string) *mcpServer {
 	if !contains(extra, "--state-dir") {
 		args = append(args, "--state-dir", filepath.Join(home, "state"))
 	}
+	if !contains(extra, "--warm-pool") {
+		args = append(args, "--warm-pool", "0") // warm pools have their own test; elsewhere they only add load
+	}
 	cmd := exec.Command(nwBin(t), args...)
 	cmd.Env = append(os.Environ(), "HOME="+home)
 	logs := &bytes.Buffer{}

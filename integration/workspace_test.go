@@ -4,6 +4,7 @@ package integration
 // backend: a persistent interpreter per MCP session.
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -161,5 +162,47 @@ func testWorkspaceExplicitSessions(t *testing.T, backend []string) {
 	d.wantErrorless("destroy_session", map[string]any{"session_id": sid})
 	if v, isErr := d.call("execute_code", map[string]any{"code": "1", "language": "python", "session_id": sid}); !isErr || !strings.Contains(fmt.Sprint(v["error"]), "session_not_found") {
 		t.Fatalf("a destroyed session: %v", v)
+	}
+}
+
+// TestWorkspaceWarmPool: a new workspace claims a ready session whose
+// interpreter already imported the data stack, with a clean namespace; the
+// pool refills.
+func TestWorkspaceWarmPool(t *testing.T) { forEachBackend(t, testWorkspaceWarmPool) }
+
+func testWorkspaceWarmPool(t *testing.T, backend []string) {
+	d := startData(t, backend, "--warm-pool", "1")
+	poolReady := func() float64 {
+		_, _, body := httpGet(t, d.base()+"/healthz")
+		var h map[string]any
+		_ = json.Unmarshal(body, &h)
+		n, _ := h["warm_pool_ready"].(float64)
+		return n
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for poolReady() < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the warm pool never filled")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	v, _ := d.call("execute_code", map[string]any{"code": "import sys\nprint(sorted(k for k in dir() if not k.startswith('_')), 'pandas' in sys.modules)", "language": "python"})
+	if v["stdout"] != "['sys'] True\n" {
+		t.Fatalf("a pooled workspace must have a clean namespace and a warm module cache: %v", v)
+	}
+	if n := poolReady(); n != 0 {
+		t.Errorf("the claimed session is still in the pool (%v ready)", n)
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for poolReady() < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the warm pool did not refill")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Pooled sessions do not count against the cap, and are not visible.
+	info, _ := d.call("get_workspace_info", map[string]any{})
+	if fmt.Sprint(info["imports"]) != "[sys]" {
+		t.Fatalf("workspace info: %v", info)
 	}
 }

@@ -13,6 +13,8 @@
 //	  | <------------- {"id":N,"ev":"error","ename":...}   the traceback went to stderr
 //	  | <------------- {"id":N,"ev":"figure","path":...}   open matplotlib figures, saved
 //	  | <------------- {"id":N,"ev":"done","ok":bool,"exec_count":K}
+//	  | -- {"op":"preload","id":N,"modules":[...]} -> |  imports into the module cache only
+//	  | <------------- {"id":N,"ev":"done",...}
 //	  | -- {"op":"info","id":N} -------------> |
 //	  | <------------- {"id":N,"ev":"info","variables":[...],"modules":[...],...}
 //	  | <------------- {"id":N,"ev":"done",...}
@@ -263,6 +265,30 @@ func (k *Kernel) Info(ctx context.Context) (Frame, error) {
 			}
 		case <-ctx.Done():
 			return Frame{}, ctx.Err()
+		}
+	}
+}
+
+// Preload imports modules into the kernel's module cache without binding
+// them in the user's namespace (a warm pool's head start).
+func (k *Kernel) Preload(ctx context.Context, modules []string) error {
+	k.Lock()
+	defer k.Unlock()
+	got := make(chan Frame, 16)
+	if _, err := k.Request("preload", map[string]any{"modules": modules}, func(f Frame) { got <- f }); err != nil {
+		return err
+	}
+	for {
+		select {
+		case f := <-got:
+			switch f.Ev {
+			case "done":
+				return nil
+			case "dead":
+				return ErrDead
+			}
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }

@@ -177,6 +177,16 @@ def main():
         try:
             if req.get("op") == "exec":
                 run_cell(cell, req.get("code", ""))
+            elif req.get("op") == "preload":
+                # Warm the module cache without touching the user's namespace:
+                # a later `import pandas` is then a dictionary lookup.
+                import importlib
+                for m in req.get("modules", []):
+                    try:
+                        importlib.import_module(m)
+                    except Exception as e:
+                        send({"id": cell, "ev": "stderr", "data": "preload %s: %s\n" % (m, e)})
+                send({"id": cell, "ev": "done", "ok": True, "exec_count": exec_count})
             elif req.get("op") == "info":
                 info(cell)
                 send({"id": cell, "ev": "done", "ok": True, "exec_count": exec_count})

@@ -43,6 +43,7 @@ type DataConfig struct {
 	Files           *FileSigner        // signs download URLs; nil: no download_url
 	Backend         executions.Backend // native (default) or docker
 	PreviewBytes    int                // largest image preview (64 KB)
+	WarmPool        int                // sessions kept ready with a warmed Python kernel (SANDBOX_WARM_POOL)
 }
 
 func (s *Server) addDataTools(dc DataConfig) {
@@ -76,6 +77,7 @@ func (s *Server) addDataTools(dc DataConfig) {
 	s.data = &dc
 	s.ws = newWorkspaces()
 	s.addWorkspaceTools()
+	s.startPool(dc.WarmPool)
 	go s.buildCacheTemplate()
 	dc.Sessions.OnEnd(func(ss *executions.Session) {
 		s.mgr.CancelOwner(dataOwner(ss.ID), true)

@@ -97,7 +97,7 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 	mux.HandleFunc("/files/", s.serveFile)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "running_executions": s.mgr.Running()})
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "running_executions": s.mgr.Running(), "warm_pool_ready": s.pool.Ready()})
 	})
 	return mux
 }

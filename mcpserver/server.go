@@ -53,6 +53,7 @@ type Server struct {
 	mcp  *server.MCPServer
 	data *DataConfig
 	ws   *workspaces
+	pool *pool
 }
 
 // New builds the MCP server with the seven execution tools.

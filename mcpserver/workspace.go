@@ -55,9 +55,12 @@ func (s *Server) workspaceFor(owner string) (*executions.Session, error) {
 			return ss, nil
 		}
 	}
-	ss, _, err := s.data.Sessions.GetOrCreate("")
-	if err != nil {
-		return nil, err
+	ss := s.pool.take()
+	if ss == nil {
+		var err error
+		if ss, _, err = s.data.Sessions.GetOrCreate(""); err != nil {
+			return nil, err
+		}
 	}
 	w.mu.Lock()
 	w.byOwner[owner] = ss.ID
@@ -483,9 +486,15 @@ func (s *Server) handleCreateSession(ctx context.Context, req mcp.CallToolReques
 		}
 		ttl = time.Duration(*t) * time.Second
 	}
-	ss, _, err := s.data.Sessions.GetOrCreate("")
-	if err != nil {
-		return fromErr(err), nil
+	ss := s.pool.take()
+	if ss == nil || a.MemoryLimitMB != nil {
+		if ss != nil {
+			_ = s.data.Sessions.Close(ss.ID) // its kernel has the operator's memory limit, not the one asked for
+		}
+		var err error
+		if ss, _, err = s.data.Sessions.GetOrCreate(""); err != nil {
+			return fromErr(err), nil
+		}
 	}
 	ss.SetTTL(ttl)
 	if a.MemoryLimitMB != nil {

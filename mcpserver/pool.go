@@ -1,0 +1,134 @@
+package mcpserver
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/srt-mcp/srt-mcp/executions"
+)
+
+// PreloadModules are imported by a warm pool's kernels ahead of use.
+var PreloadModules = []string{"numpy", "pandas", "matplotlib", "matplotlib.pyplot", "seaborn"}
+
+// pool keeps a few sessions ready: a fresh workspace each, with a Python
+// kernel that has already imported the data stack. A new workspace claims
+// one instead of starting cold; the pool refills in the background, one
+// at a time, and is drained with the sessions at shutdown. Pooled
+// sessions do not count against the session cap.
+type pool struct {
+	s     *Server
+	size  int
+	mu    sync.Mutex
+	ready []*executions.Session
+	wake  chan struct{}
+	stop  chan struct{}
+	once  sync.Once
+}
+
+func (s *Server) startPool(size int) {
+	if size <= 0 {
+		return
+	}
+	p := &pool{s: s, size: size, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	s.pool = p
+	go p.loop()
+}
+
+func (p *pool) loop() {
+	backoff := time.Second
+	for {
+		p.mu.Lock()
+		need := len(p.ready) < p.size
+		p.mu.Unlock()
+		if need {
+			if err := p.fill(); err != nil {
+				p.s.cfg.Logger.Warn("warm pool: could not prepare a session", "error", err)
+				select {
+				case <-p.stop:
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, time.Minute)
+				continue
+			}
+			backoff = time.Second
+			continue
+		}
+		select {
+		case <-p.stop:
+			return
+		case <-p.wake:
+		}
+	}
+}
+
+func (p *pool) fill() error {
+	ss, err := p.s.data.Sessions.CreatePooled()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	k, _, err := p.s.kernelFor(ctx, ss, "python")
+	if err == nil {
+		err = k.Preload(ctx, PreloadModules)
+	}
+	if err != nil {
+		_ = p.s.data.Sessions.Close(ss.ID)
+		return err
+	}
+	p.mu.Lock()
+	select {
+	case <-p.stop:
+		p.mu.Unlock()
+		_ = p.s.data.Sessions.Close(ss.ID)
+		return nil
+	default:
+	}
+	p.ready = append(p.ready, ss)
+	p.mu.Unlock()
+	return nil
+}
+
+// take claims a ready session, or returns nil when the pool is empty (or
+// the cap is reached: the caller then gets the same error creating one).
+func (p *pool) take() *executions.Session {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	var ss *executions.Session
+	for len(p.ready) > 0 && ss == nil {
+		ss = p.ready[0]
+		p.ready = p.ready[1:]
+		if err := p.s.data.Sessions.Claim(ss); err != nil {
+			p.ready = append([]*executions.Session{ss}, p.ready...)
+			ss = nil
+			break
+		}
+	}
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	return ss
+}
+
+// Ready is how many sessions wait in the pool.
+func (p *pool) Ready() int {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.ready)
+}
+
+func (p *pool) close() {
+	if p == nil {
+		return
+	}
+	p.once.Do(func() { close(p.stop) })
+}
