@@ -26,10 +26,10 @@ var dockerfile []byte
 // ImagePackages are the Debian packages of the registry-free image: the
 // Python data stack of seed 000 (bookworm has no pyarrow package).
 var ImagePackages = []string{"python3", "python3-pandas", "python3-numpy", "python3-matplotlib", "python3-seaborn",
-	"python3-openpyxl", "python3-reportlab", "python3-scipy", "util-linux", "ca-certificates"}
+	"python3-openpyxl", "python3-reportlab", "python3-scipy", "python3-pip", "util-linux", "ca-certificates"}
 
 // imageRecipe versions the registry-free build; a change rebuilds.
-const imageRecipe = "debootstrap-bookworm-minbase-v1"
+const imageRecipe = "debootstrap-bookworm-minbase-v2"
 
 // LabelRecipe on an image records what built it, so a build whose recipe
 // is unchanged is skipped (the cache between CI runs on one machine).

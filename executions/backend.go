@@ -45,10 +45,16 @@ type Backend interface {
 // SessionCacheMount is where a session's cache directory appears.
 const SessionCacheMount = runner.SandboxHome + "/.cache"
 
+// SitePackages is where install_package puts a session's packages (in its
+// cache directory: the session's own, never the host's).
+const SitePackages = SessionCacheMount + "/site-packages"
+
 // SessionEnv is the environment of every data-session run: matplotlib
-// writes its font cache to the session's cache, kept between runs.
+// writes its font cache to the session's cache, kept between runs, and
+// the session's installed packages are importable.
 func SessionEnv() map[string]string {
-	return map[string]string{"MPLCONFIGDIR": SessionCacheMount + "/matplotlib", "XDG_CACHE_HOME": SessionCacheMount}
+	return map[string]string{"MPLCONFIGDIR": SessionCacheMount + "/matplotlib", "XDG_CACHE_HOME": SessionCacheMount,
+		"PYTHONPATH": SitePackages}
 }
 
 // Native is the bubblewrap backend: each run is a fresh sandbox with the

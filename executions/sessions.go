@@ -286,7 +286,9 @@ func (s *Sessions) createLocked(id string) (*Session, error) {
 	dir := filepath.Join(s.dir, id)
 	ss := &Session{ID: id, Dir: dir, Workspace: filepath.Join(dir, "data"), Cache: filepath.Join(dir, "cache"), Created: time.Now(), lastUsed: time.Now()}
 	ss.owner = s.cfg.Owner
-	for _, d := range []string{ss.Workspace, ss.Cache} {
+	// The cache holds the session's installed packages too (on PYTHONPATH
+	// from the start, so a kernel finds what install_package adds later).
+	for _, d := range []string{ss.Workspace, ss.Cache, filepath.Join(ss.Cache, "site-packages")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}

@@ -6,6 +6,8 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -204,5 +206,43 @@ func testWorkspaceWarmPool(t *testing.T, backend []string) {
 	info, _ := d.call("get_workspace_info", map[string]any{})
 	if fmt.Sprint(info["imports"]) != "[sys]" {
 		t.Fatalf("workspace info: %v", info)
+	}
+}
+
+// TestWorkspaceInstallPackage: pip through the proxy to a local index the
+// operator allows; the package lands in the session and imports in the
+// next cell; without the index's domain allowed, a clear error naming it.
+func TestWorkspaceInstallPackage(t *testing.T) { forEachBackend(t, testWorkspaceInstallPackage) }
+
+func testWorkspaceInstallPackage(t *testing.T, backend []string) {
+	whl := nwWheel(t, "demo_pkg", "1.0", "def hello():\n    return 'hi from demo_pkg'\n")
+	name := "demo_pkg-1.0-py3-none-any.whl"
+	mux := http.NewServeMux()
+	mux.HandleFunc("/simple/demo-pkg/", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!DOCTYPE html><html><body><a href="/files/%s">%s</a></body></html>`, name, name)
+	})
+	mux.HandleFunc("/files/"+name, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(whl) })
+	srv := nwStart(t, mux, false)
+	index := "http://pypi.test:" + srv.port + "/simple/"
+	d := startData(t, backend, append(pinned("pypi.test"), "--allow-domain", "pypi.test:"+srv.port, "--pip-index-url", index)...)
+	d.call("execute_code", map[string]any{"code": "before = 1", "language": "python"}) // the kernel runs before the install
+	v := d.wantErrorless("install_package", map[string]any{"package": "demo-pkg", "version": "1.0"})
+	if v["success"] != true || v["version_installed"] != "1.0" || !strings.Contains(fmt.Sprint(v["network"]), "allow pypi.test") {
+		t.Fatalf("install_package: %v", v)
+	}
+	r, _ := d.call("execute_code", map[string]any{"code": "import demo_pkg\ndemo_pkg.hello()", "language": "python"})
+	if r["stdout"] != "'hi from demo_pkg'\n" {
+		t.Fatalf("the installed package in the next cell: %v", r)
+	}
+	if exec.Command("/usr/bin/python3", "-c", "import demo_pkg").Run() == nil {
+		t.Fatal("the package reached the host's Python")
+	}
+	d.wantError("install_package", map[string]any{"package": "demo-pkg; rm -rf /"}, "invalid_arguments")
+	d.wantError("install_package", map[string]any{"package": "demo-pkg", "version": "1.0 --index-url http://evil"}, "invalid_arguments")
+	// Not allowed by the operator: refused before pip runs, naming the domain.
+	d2 := startData(t, backend, append(pinned("pypi.test"), "--pip-index-url", index)...)
+	e := d2.wantError("install_package", map[string]any{"package": "demo-pkg"}, "network_not_allowed")
+	if !strings.Contains(e["message"].(string), "--allow-domain pypi.test:"+srv.port) {
+		t.Fatalf("the error must name the domain to allow: %v", e)
 	}
 }

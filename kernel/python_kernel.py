@@ -5,6 +5,7 @@
 # a REPL, reports exceptions as tracebacks, and saves open matplotlib
 # figures as PNG files in the working directory.
 import ast
+import importlib
 import json
 import linecache
 import os
@@ -109,6 +110,7 @@ def save_figures(cell):
 def run_cell(cell, code):
     global exec_count
     exec_count += 1
+    importlib.invalidate_caches()  # packages installed since the last cell are found
     ok = True
     name = "<cell %d>" % exec_count
     linecache.cache[name] = (len(code), None, code.splitlines(True), name)  # tracebacks show the lines

@@ -44,6 +44,7 @@ type DataConfig struct {
 	Backend         executions.Backend // native (default) or docker
 	PreviewBytes    int                // largest image preview (64 KB)
 	WarmPool        int                // sessions kept ready with a warmed Python kernel (SANDBOX_WARM_POOL)
+	PipIndex        string             // install_package's index (SANDBOX_PIP_INDEX_URL)
 }
 
 func (s *Server) addDataTools(dc DataConfig) {
@@ -77,6 +78,10 @@ func (s *Server) addDataTools(dc DataConfig) {
 	s.data = &dc
 	s.ws = newWorkspaces()
 	s.addWorkspaceTools()
+	if dc.PipIndex == "" {
+		s.data.PipIndex = DefaultPipIndex
+	}
+	s.addInstallTool()
 	s.startPool(dc.WarmPool)
 	go s.buildCacheTemplate()
 	dc.Sessions.OnEnd(func(ss *executions.Session) {

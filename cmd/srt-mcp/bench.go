@@ -24,6 +24,7 @@ to minimal bwrap (the issue's goal is at most 1.3x).`,
 		&cli.StringFlag{Name: "python", Value: "/usr/bin/python3", Usage: "interpreter to run"},
 		&cli.BoolFlag{Name: "mcp", Usage: "instead: execute_code(python3 -c print(1)) over Streamable HTTP vs minimal bwrap, p50/p99"},
 		&cli.BoolFlag{Name: "data", Usage: "instead: run_python(print(2+2)) in a warm session and the first import pandas, seaborn of a new session, vs bare python3 and minimal bwrap"},
+		&cli.BoolFlag{Name: "workspace", Usage: "instead: a warm cell through MCP, the first import pandas, seaborn with and without the warm pool, and an idle warm session's memory (with --docker: on the Docker backend)"},
 		&cli.BoolFlag{Name: "docker", Usage: "instead: warm run_python(print(2+2)) on the Docker backend vs docker exec of the same command, and vs the bubblewrap backend"},
 		&cli.StringFlag{Name: "image", Value: defaultImage, Usage: "with --docker: the image"},
 		&cli.BoolFlag{Name: "net", Usage: "instead: curl a 200 MB file and a small file over loopback, direct vs through the sandbox's proxy (CONNECT)"},
@@ -40,6 +41,9 @@ type benchCase struct {
 func runBench(c *cli.Context) error {
 	if c.Bool("net") {
 		return runNetBench(c)
+	}
+	if c.Bool("workspace") {
+		return runWorkspaceBench(c)
 	}
 	if c.Bool("docker") {
 		return runDockerBench(c)

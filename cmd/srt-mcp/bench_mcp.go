@@ -135,6 +135,29 @@ func (b *benchServer) tool(name string, args map[string]any) (map[string]any, er
 	return sc, nil
 }
 
+// health reads /healthz.
+func (b *benchServer) health() (map[string]any, error) {
+	resp, err := b.cl.Get(strings.TrimSuffix(b.url, "/mcp") + "/healthz")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var v map[string]any
+	return v, json.NewDecoder(resp.Body).Decode(&v)
+}
+
+// deleteSession ends the client's MCP session (DELETE /mcp).
+func (b *benchServer) deleteSession() error {
+	req, _ := http.NewRequest("DELETE", b.url, nil)
+	req.Header.Set("Mcp-Session-Id", b.sid)
+	resp, err := b.cl.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
 func sinceMS(start time.Time) float64 { return float64(time.Since(start).Microseconds()) / 1000 }
 
 // runMCPBench times execute_code(python3 -c "print(1)") over Streamable HTTP
