@@ -246,3 +246,52 @@ func testWorkspaceInstallPackage(t *testing.T, backend []string) {
 		t.Fatalf("the error must name the domain to allow: %v", e)
 	}
 }
+
+// TestWorkspaceJavaScript: a persistent Node.js context per workspace.
+func TestWorkspaceJavaScript(t *testing.T) { forEachBackend(t, testWorkspaceJavaScript) }
+
+func testWorkspaceJavaScript(t *testing.T, backend []string) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("no node on this host")
+	}
+	d := startData(t, backend)
+	js := func(c string, extra ...any) (map[string]any, bool) {
+		args := map[string]any{"code": c, "language": "javascript"}
+		for i := 0; i+1 < len(extra); i += 2 {
+			args[extra[i].(string)] = extra[i+1]
+		}
+		return d.call("execute_code", args)
+	}
+	if contains(backend, "docker") {
+		// The data image has no Node.js: a clear error, not a hang.
+		v, isErr := js("1 + 1")
+		if !isErr || !strings.Contains(fmt.Sprint(v["error"]), "not found") {
+			t.Fatalf("javascript without node in the image: %v", v)
+		}
+		return
+	}
+	if v, _ := js("var a = 20; let b = 1; const os = require('os'); console.log('set')"); v["stdout"] != "set\n" {
+		t.Fatalf("cell 1: %v", v)
+	}
+	if v, _ := js("a * 2 + b"); v["stdout"] != "41\n" {
+		t.Fatalf("state across calls: %v", v)
+	}
+	if v, _ := js("a", "session_id", "__stateless__"); !strings.Contains(fmt.Sprint(v["stderr"]), "ReferenceError") {
+		t.Fatalf("stateless javascript saw the workspace: %v", v)
+	}
+	info, _ := d.call("get_workspace_info", map[string]any{"language": "javascript"})
+	if fmt.Sprint(info["variables"]) != "[a b os]" || fmt.Sprint(info["imports"]) != "[os]" {
+		t.Fatalf("javascript workspace info: %v", info)
+	}
+	// Python and JavaScript share the workspace's files, not variables.
+	js("require('fs').writeFileSync('/mnt/data/from-js.txt', 'js')")
+	if v, _ := d.call("execute_code", map[string]any{"code": "print(open('/mnt/data/from-js.txt').read())", "language": "python"}); v["stdout"] != "js\n" {
+		t.Fatalf("the workspace's files across languages: %v", v)
+	}
+	if v, _ := js("while (true) {}", "timeout", 1); fmt.Sprint(v["exit_code"]) != "-1" {
+		t.Fatalf("an endless loop: %v", v)
+	}
+	if v, _ := js("a"); v["stdout"] != "20\n" {
+		t.Fatalf("after the interrupt: %v", v)
+	}
+}

@@ -5,6 +5,7 @@
 //
 //	server                                   kernel (in the sandbox)
 //	  |                                         |  started: python3 -u -c <python_kernel.py>
+//	  |                                         |       or: node -e <node_kernel.js> (frames prefixed \x1e)
 //	  | <------------- {"id":0,"ev":"ready","version":...}
 //	  | -- {"op":"exec","id":N,"code":...} -->  |  runs the cell in its namespace
 //	  | <------------- {"id":N,"ev":"stdout","data":...}   fds 1 and 2 are captured,
@@ -43,6 +44,9 @@ import (
 //go:embed python_kernel.py
 var pythonKernel string
 
+//go:embed node_kernel.js
+var nodeKernel string
+
 // Starter launches a sandboxed process (a session backend's Start).
 type Starter func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error)
 
@@ -77,6 +81,7 @@ type Kernel struct {
 	mu      sync.Mutex
 	nextID  uint64
 	waiters map[uint64]func(Frame)
+	current uint64 // the request being served
 	buf     bytes.Buffer
 	diag    bytes.Buffer // the kernel process's own stderr (its crashes)
 	ready   chan Frame
@@ -91,6 +96,8 @@ func Argv(language, interpreter string) ([]string, error) {
 	switch language {
 	case "python":
 		return []string{interpreter, "-u", "-c", pythonKernel}, nil
+	case "javascript":
+		return []string{interpreter, "-e", nodeKernel}, nil
 	}
 	return nil, fmt.Errorf("no kernel for %s", language)
 }
@@ -131,9 +138,15 @@ func (k *Kernel) onEvent(ev runner.Event) {
 				k.buf.Write(line) // a partial line: wait for the rest
 				break
 			}
+			// A frame is a JSON object, prefixed with \x1e by kernels whose
+			// children may write to the same stdout; any other line is
+			// output of the current request.
 			var f Frame
-			if json.Unmarshal(line, &f) == nil {
+			body := bytes.TrimPrefix(line, []byte{0x1e})
+			if (len(body) < len(line) || bytes.HasPrefix(line, []byte("{"))) && json.Unmarshal(body, &f) == nil && f.Ev != "" {
 				frames = append(frames, f)
+			} else {
+				frames = append(frames, Frame{ID: k.current, Ev: "stdout", Data: string(line)})
 			}
 		}
 		k.mu.Unlock()
@@ -216,6 +229,7 @@ func (k *Kernel) Request(op string, fields map[string]any, onFrame func(Frame)) 
 	k.mu.Lock()
 	k.nextID++
 	id := k.nextID
+	k.current = id
 	k.waiters[id] = onFrame
 	k.mu.Unlock()
 	msg := map[string]any{"op": op, "id": id}

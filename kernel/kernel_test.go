@@ -252,3 +252,51 @@ func TestOutputCapAndFigures(t *testing.T) {
 		t.Fatalf("an open figure must be saved as a PNG: %v (stderr %q)", matches, r.stderr)
 	}
 }
+
+func TestNodeKernel(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node")
+	}
+	dir := t.TempDir()
+	argv, _ := Argv("javascript", node)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	k, err := Start(ctx, "javascript", runner.Spec{Argv: argv}, localStart(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	r := run(t, k, "var x = 42; let y = 2; const path = require('path'); console.log('hi', x)", CellOptions{})
+	if r.stdout != "hi 42\n" || r.end.ExitCode != 0 {
+		t.Fatalf("cell 1: %q %q %+v", r.stdout, r.stderr, r.end)
+	}
+	r = run(t, k, "x * y", CellOptions{})
+	if r.stdout != "84\n" {
+		t.Fatalf("state across cells: %q %q", r.stdout, r.stderr)
+	}
+	r = run(t, k, "require('child_process').execSync('echo from-child', {stdio: 'inherit'}); 1", CellOptions{})
+	if !strings.Contains(r.stdout, "from-child\n") {
+		t.Fatalf("a child's output: %q", r.stdout)
+	}
+	r = run(t, k, "null.foo", CellOptions{})
+	if r.end.ExitCode != 1 || !strings.Contains(r.stderr, "TypeError") {
+		t.Fatalf("exception: %+v %q", r.end, r.stderr)
+	}
+	r = run(t, k, "await Promise.resolve(0); 1", CellOptions{})
+	r = run(t, k, "Promise.resolve(7)", CellOptions{})
+	if r.stdout != "7\n" {
+		t.Fatalf("a promise's value: %q %q", r.stdout, r.stderr)
+	}
+	r = run(t, k, "while (true) {}", CellOptions{Timeout: 300 * time.Millisecond})
+	if r.end.Type != runner.EventTimeout || r.cell.Restarted {
+		t.Fatalf("interrupting a loop: %+v %q", r.end, r.stderr)
+	}
+	if r := run(t, k, "x", CellOptions{}); r.stdout != "42\n" {
+		t.Fatalf("after the interrupt: %q %q", r.stdout, r.stderr)
+	}
+	info, err := k.Info(context.Background())
+	if err != nil || strings.Join(info.Variables, ",") != "path,x,y" || strings.Join(info.Modules, ",") != "child_process,path" {
+		t.Fatalf("info: %+v %v", info, err)
+	}
+}

@@ -124,6 +124,11 @@ def run_cell(cell, code):
             value = eval(compile(last, "<cell %d>" % exec_count, "eval"), user_ns)
             if value is not None:
                 user_ns["_"] = value
+                # What the cell printed comes first.
+                sys.stdout.flush()
+                sys.stderr.flush()
+                OUT.sync()
+                ERR.sync()
                 send({"id": cell, "ev": "result", "repr": repr(value)})
     except BaseException as e:  # KeyboardInterrupt and SystemExit included: the kernel stays
         ok = False

@@ -45,6 +45,7 @@ type DataConfig struct {
 	PreviewBytes    int                // largest image preview (64 KB)
 	WarmPool        int                // sessions kept ready with a warmed Python kernel (SANDBOX_WARM_POOL)
 	PipIndex        string             // install_package's index (SANDBOX_PIP_INDEX_URL)
+	Node            string             // the JavaScript interpreter (SANDBOX_NODE)
 }
 
 func (s *Server) addDataTools(dc DataConfig) {
@@ -78,6 +79,9 @@ func (s *Server) addDataTools(dc DataConfig) {
 	s.data = &dc
 	s.ws = newWorkspaces()
 	s.addWorkspaceTools()
+	if dc.Node == "" {
+		s.data.Node = "/usr/bin/node"
+	}
 	if dc.PipIndex == "" {
 		s.data.PipIndex = DefaultPipIndex
 	}

@@ -144,7 +144,7 @@ func (s *Server) kernelFor(ctx context.Context, ss *executions.Session, language
 	if k != nil && note == "" {
 		note = "the " + language + " kernel had exited (" + k.DeadReason() + "); a new one started without the old variables"
 	}
-	argv, err := kernel.Argv(language, s.data.Python)
+	argv, err := kernel.Argv(language, s.interpreter(language))
 	if err != nil {
 		return nil, "", err
 	}
@@ -177,7 +177,23 @@ func (s *Server) markRestarted(sid, language, why string) {
 }
 
 // cellLanguages are the languages with a kernel.
-var cellLanguages = []string{"python"}
+var cellLanguages = []string{"python", "javascript"}
+
+// interpreter is the program that runs language's kernel and stateless runs.
+func (s *Server) interpreter(language string) string {
+	if language == "javascript" {
+		return s.data.Node
+	}
+	return s.data.Python
+}
+
+// statelessArgv runs code once.
+func (s *Server) statelessArgv(language, code string) []string {
+	if language == "javascript" {
+		return []string{s.data.Node, "-e", code}
+	}
+	return []string{s.data.Python, "-c", code}
+}
 
 func validLanguage(l string) bool {
 	for _, x := range cellLanguages {
@@ -197,10 +213,10 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 	}
 	lang := strings.ToLower(strings.TrimSpace(a.Language))
 	if lang == "" {
-		return toolError("invalid_arguments", "language is required with code (python); or give a shell command instead of code"), nil
+		return toolError("invalid_arguments", "language is required with code (python or javascript); or give a shell command instead of code"), nil
 	}
 	if !validLanguage(lang) {
-		return toolError("unsupported_language", fmt.Sprintf("language %q has no runtime here; list_runtimes says which do (python)", a.Language)), nil
+		return toolError("unsupported_language", fmt.Sprintf("language %q has no runtime here; list_runtimes says which do (python, javascript)", a.Language)), nil
 	}
 	timeout := 30 * time.Second
 	if a.Timeout != nil {
@@ -309,7 +325,7 @@ func (s *Server) runStateless(ctx context.Context, req mcp.CallToolRequest, a ex
 	p.Filesystem = policy.Filesystem{DenyRead: s.cfg.Ceiling.Filesystem.DenyRead}
 	p.Limits.Timeout = policy.Duration(timeout)
 	p.Limits.MaxOutputBytes = s.data.MaxOutputBytes
-	spec := runner.Spec{Version: runner.SpecVersion, Argv: []string{s.data.Python, "-c", a.Code}, Cwd: runner.SandboxTmp, PrivateCwd: true,
+	spec := runner.Spec{Version: runner.SpecVersion, Argv: s.statelessArgv(lang, a.Code), Cwd: runner.SandboxTmp, PrivateCwd: true,
 		Home: s.cfg.Home, Policy: p, Stdin: runner.StdinNull, Hide: s.cfg.Hide, Env: map[string]string{"MPLBACKEND": "Agg"}}
 	e, err := s.mgr.Start(owner, firstLine(a.Code), spec)
 	if err != nil {
@@ -413,7 +429,7 @@ func (s *Server) addWorkspaceTools() {
 		`{"type": "object", "properties": {}, "additionalProperties": false}`, true, false, true, s.handleListRuntimes)
 	add("create_session", "Create an execution session", "Create a stateful session explicitly (execute_code without session_id already uses this connection's workspace). Variables and imports persist across execute_code calls with its session_id; its files live in /mnt/data.",
 		`{"type": "object", "properties": {
-  "language": {"type": "string", "enum": ["python"], "description": "Language of the session's interpreter."},
+  "language": {"type": "string", "enum": ["python", "javascript"], "description": "Language of the session's interpreter."},
   "memory_limit_mb": {"type": "integer", "minimum": 64, "maximum": 1024, "description": "Memory limit of the interpreter in MB (default: the operator's)."},
   "timeout_seconds": {"type": "integer", "minimum": 60, "maximum": 3600, "default": 600, "description": "Idle time after which the session is destroyed."}},
   "required": ["language"], "additionalProperties": false}`, false, false, false, s.handleCreateSession)
@@ -422,9 +438,9 @@ func (s *Server) addWorkspaceTools() {
 		false, true, true, s.handleDestroySession)
 	add("get_workspace_info", "Get workspace information", "The variables, imported modules, execution count and memory of a session's interpreter (default: this connection's workspace), read from the running interpreter itself.",
 		`{"type": "object", "properties": {"session_id": {"type": "string", "description": "A session; omit for this connection's workspace."},
-  "language": {"type": "string", "enum": ["python"], "default": "python"}}, "additionalProperties": false}`, true, false, true, s.handleWorkspaceInfo)
+  "language": {"type": "string", "enum": ["python", "javascript"], "default": "python"}}, "additionalProperties": false}`, true, false, true, s.handleWorkspaceInfo)
 	add("reset_workspace", "Reset workspace", "Clear a workspace's variables and imports (a fresh interpreter); its files in /mnt/data stay.",
-		`{"type": "object", "properties": {"language": {"type": "string", "enum": ["python"], "description": "Language of the new interpreter (default: python)."},
+		`{"type": "object", "properties": {"language": {"type": "string", "enum": ["python", "javascript"], "description": "Language of the new interpreter (default: python)."},
   "session_id": {"type": "string", "description": "A session; omit for this connection's workspace."}}, "additionalProperties": false}`, false, true, true, s.handleResetWorkspace)
 }
 
@@ -446,7 +462,13 @@ func (s *Server) handleListRuntimes(ctx context.Context, req mcp.CallToolRequest
 		b["available"], b["version"], b["note"] = true, bash, "run shell commands with execute_code's command argument"
 	}
 	rts = append(rts, b)
-	rts = append(rts, map[string]any{"language": "javascript", "stateful": true, "available": false, "reason": "no JavaScript kernel in this version of srt-mcp"})
+	js := map[string]any{"language": "javascript", "stateful": true, "features": []string{"persistent-variables", "repl-value", "require"}}
+	if v, err := hostVersion(s.data.Node, "--version"); err != nil {
+		js["available"], js["reason"] = false, err.Error()+"; install it with: apt-get install -y nodejs"
+	} else {
+		js["available"], js["version"] = true, strings.TrimPrefix(v, "v")
+	}
+	rts = append(rts, js)
 	var lines []string
 	for _, r := range rts {
 		lines = append(lines, fmt.Sprintf("%v %v available=%v", r["language"], r["version"], r["available"]))
@@ -474,7 +496,7 @@ func (s *Server) handleCreateSession(ctx context.Context, req mcp.CallToolReques
 		return dataError("invalid_arguments", err.Error(), nil), nil
 	}
 	if !validLanguage(a.Language) {
-		return dataError("unsupported_language", fmt.Sprintf("language %q has no runtime here (python)", a.Language), nil), nil
+		return dataError("unsupported_language", fmt.Sprintf("language %q has no runtime here (python, javascript)", a.Language), nil), nil
 	}
 	if m := a.MemoryLimitMB; m != nil && (*m < 64 || *m > 1024) {
 		return dataError("invalid_arguments", fmt.Sprintf("memory_limit_mb %d is out of range: 64 to 1024", *m), nil), nil
@@ -603,7 +625,7 @@ func (s *Server) handleResetWorkspace(ctx context.Context, req mcp.CallToolReque
 		a.Language = "python"
 	}
 	if !validLanguage(a.Language) {
-		return dataError("unsupported_language", fmt.Sprintf("language %q has no runtime here (python)", a.Language), nil), nil
+		return dataError("unsupported_language", fmt.Sprintf("language %q has no runtime here (python, javascript)", a.Language), nil), nil
 	}
 	ss, err := s.sessionOrWorkspace(ctx, a.SessionID, true)
 	if err != nil {

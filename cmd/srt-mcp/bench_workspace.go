@@ -23,6 +23,7 @@ func runWorkspaceBench(c *cli.Context) error {
 	if c.Bool("docker") {
 		backend = []string{"--backend", "docker", "--image", c.String("image")}
 	}
+	backend = append(backend, "--rate-limit", "1000000") // the bench is one fast client
 	warm, err := startBenchServer(append(backend, "--warm-pool", "2")...)
 	if err != nil {
 		return cli.Exit(err.Error(), 1)

@@ -54,6 +54,7 @@ A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) unless --insecure-no
 		&cli.StringFlag{Name: "public-base-url", EnvVars: []string{"PUBLIC_BASE_URL"}, Usage: "base of download URLs (default: this listener)"},
 		&cli.StringFlag{Name: "file-secret", EnvVars: []string{"FILE_SECRET"}, Usage: "HMAC secret for download URLs (default: generated and kept in the state dir, 0600)"},
 		&cli.DurationFlag{Name: "download-ttl", Value: 24 * time.Hour, EnvVars: []string{"SANDBOX_DOWNLOAD_TTL"}, Usage: "how long a signed download URL stays valid"},
+		&cli.StringFlag{Name: "node", Value: "/usr/bin/node", EnvVars: []string{"SANDBOX_NODE"}, Usage: "interpreter of language javascript"},
 		&cli.StringFlag{Name: "pip-index-url", Value: "https://pypi.org/simple", EnvVars: []string{"SANDBOX_PIP_INDEX_URL"}, Usage: "install_package's package index (its host must be in --allow-domain)"},
 		&cli.IntFlag{Name: "warm-pool", Value: 2, EnvVars: []string{"SANDBOX_WARM_POOL"}, Usage: "sessions kept ready with a Python interpreter that has imported the data stack (0: none)"},
 		&cli.StringFlag{Name: "backend", Value: "native", EnvVars: []string{"SANDBOX_BACKEND"}, Usage: "where data sessions run: native (bubblewrap) or docker (one container per session)"},

@@ -104,7 +104,7 @@ func runServe(c *cli.Context) error {
 		Data: mcpserver.DataConfig{
 			Sessions: sessions, Python: c.String("python"), ExecTimeout: time.Duration(c.Int("exec-timeout-seconds")) * time.Second,
 			MaxOutputBytes: c.Int64("max-output-bytes"), MaxCodeBytes: c.Int("max-code-bytes"), MaxUploadBytes: c.Int64("max-upload-bytes"),
-			MaxArtifactRead: c.Int64("max-artifact-read-bytes"), Files: signer, Backend: backend, WarmPool: c.Int("warm-pool"), PipIndex: c.String("pip-index-url"),
+			MaxArtifactRead: c.Int64("max-artifact-read-bytes"), Files: signer, Backend: backend, WarmPool: c.Int("warm-pool"), PipIndex: c.String("pip-index-url"), Node: c.String("node"),
 		}}, mgr)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
