@@ -9,8 +9,12 @@ export CGO_ENABLED := 0
 LDFLAGS       := -trimpath -ldflags "-s -w"
 GOFLAGS_BUILD := -tags $(TAGS) $(LDFLAGS)
 
+# The languages execute_code runs (profiles/runtimes/runtimes.json): those
+# LibreChat names (py js ts c cpp java php rs go d f90 r bash).
+APT_LANGS := nodejs node-typescript gcc g++ libc6-dev golang-go default-jdk-headless rustc php-cli \
+            r-base-core gfortran gdc
 APT_RUN  := bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-seaborn \
-            python3-reportlab python3-openpyxl python3-scipy
+            python3-reportlab python3-openpyxl python3-scipy python3-pip $(APT_LANGS)
 APT_TEST := $(APT_RUN) python3-pip util-linux procps git curl ca-certificates
 
 .PHONY: run test build deps deps-test clients check unit integration bench clean docker-up docker-down image

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -293,5 +294,77 @@ func testWorkspaceJavaScript(t *testing.T, backend []string) {
 	}
 	if v, _ := js("a"); v["stdout"] != "20\n" {
 		t.Fatalf("after the interrupt: %v", v)
+	}
+}
+
+// TestWorkspaceRuntimes: every runtime of the registry that this host has
+// runs a hello-world through execute_code, and a compile error is reported
+// as such. With SRT_MCP_REQUIRE_CLIENTS=1 (make test, whose setup installs
+// them) every language LibreChat names must be available.
+func TestWorkspaceRuntimes(t *testing.T) {
+	d := startData(t, []string{"--backend", "native"})
+	programs := map[string]string{
+		"python":     `print("hello from python")`,
+		"javascript": `console.log("hello from javascript")`,
+		"typescript": "const n: string = \"typescript\";\nconsole.log(`hello from ${n}`);",
+		"bash":       `echo "hello from bash"`,
+		"c":          "#include <stdio.h>\nint main(void) { printf(\"hello from c\\n\"); return 0; }\n",
+		"cpp":        "#include <iostream>\nint main() { std::cout << \"hello from cpp\" << std::endl; }\n",
+		"go":         "package main\nimport \"fmt\"\nfunc main() { fmt.Println(\"hello from go\") }\n",
+		"java":       "public class Hello {\n  public static void main(String[] args) { System.out.println(\"hello from java\"); }\n}\n",
+		"rust":       "fn main() { println!(\"hello from rust\"); }\n",
+		"php":        "<?php echo \"hello from php\\n\";",
+		"r":          `cat("hello from r\n")`,
+		"fortran":    "program hello\n  print '(a)', 'hello from fortran'\nend program hello\n",
+		"d":          "import std.stdio;\nvoid main() { writeln(\"hello from d\"); }\n",
+	}
+	broken := map[string]string{
+		"c": "int main(void) { return undeclared; }\n", "cpp": "int main() { return undeclared; }\n",
+		"go": "package main\nfunc main() { undeclared() }\n", "java": "public class B { void f() { undeclared(); } }\n",
+		"rust": "fn main() { undeclared(); }\n", "typescript": "const x: number = 'not a number';\n",
+		"fortran": "program p\n  call undeclared(\nend program p\n", "d": "void main() { undeclared(); }\n",
+	}
+	rts := d.wantErrorless("list_runtimes", map[string]any{})
+	available := map[string]bool{}
+	for _, r := range rts["runtimes"].([]any) {
+		r := r.(map[string]any)
+		lang := r["language"].(string)
+		if r["available"] == true {
+			available[lang] = true
+			if r["version"] == "" {
+				t.Errorf("%s: available without a version", lang)
+			}
+		} else if r["reason"] == nil || r["reason"] == "" {
+			t.Errorf("%s: unavailable without a reason: %v", lang, r)
+		}
+	}
+	for lang, code := range programs {
+		if !available[lang] {
+			if os.Getenv("SRT_MCP_REQUIRE_CLIENTS") == "1" {
+				t.Errorf("%s is not available; make test's setup installs it", lang)
+			} else {
+				t.Logf("%s: not installed here, skipped", lang)
+			}
+			continue
+		}
+		for _, sid := range []string{"", "__stateless__"} {
+			v, isErr := d.call("execute_code", map[string]any{"code": code, "language": lang, "session_id": sid, "timeout": 120})
+			if isErr || v["stdout"] != "hello from "+lang+"\n" || fmt.Sprint(v["exit_code"]) != "0" {
+				t.Errorf("%s (session %q): %v", lang, sid, v)
+			}
+		}
+		if bad, ok := broken[lang]; ok {
+			v, _ := d.call("execute_code", map[string]any{"code": bad, "language": lang, "timeout": 120})
+			if v["compile_error"] != true || fmt.Sprint(v["exit_code"]) != "1" || !strings.Contains(fmt.Sprint(v["stderr"]), "compilation failed") {
+				t.Errorf("%s compile error: %v", lang, v)
+			}
+		}
+	}
+	// Aliases, as LibreChat names them.
+	if v, _ := d.call("execute_code", map[string]any{"code": `print("alias")`, "language": "py", "session_id": "__stateless__"}); v["stdout"] != "alias\n" {
+		t.Errorf("alias py: %v", v)
+	}
+	if v, isErr := d.call("execute_code", map[string]any{"code": "x", "language": "cobol"}); !isErr || !strings.Contains(fmt.Sprint(v["error"]), "unsupported_language") {
+		t.Errorf("an unknown language: %v", v)
 	}
 }

@@ -13,6 +13,7 @@ package mcpserver
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/profiles"
 )
 
 // Config is the operator's configuration of the MCP tools.
@@ -44,6 +46,8 @@ type Config struct {
 	Data DataConfig
 	// Hide are host paths no sandbox may see (the state directory).
 	Hide []string
+	// Runtimes is the language registry; nil: discovered on first use.
+	Runtimes *profiles.Runtimes
 }
 
 // Server holds the MCP server and the executions it serves.
@@ -54,6 +58,9 @@ type Server struct {
 	data *DataConfig
 	ws   *workspaces
 	pool *pool
+
+	rtOnce sync.Once
+	rts    *profiles.Runtimes
 }
 
 // New builds the MCP server with the seven execution tools.

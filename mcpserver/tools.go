@@ -67,7 +67,7 @@ func execSchema(async bool) json.RawMessage {
   "properties": {
     "command": {"type": "string", "description": "Shell command to run (bash -c), e.g. \"python3 -c 'print(1)'\" or \"ls -la && cat file\". Give either command, or code with language."},
     "code": {"type": "string", "description": "Source code to run in the workspace's persistent interpreter (seed 001): variables and imports stay for the next call; the value of a trailing expression is printed like a REPL; open matplotlib figures are saved to /mnt/data."},
-    "language": {"type": "string", "enum": ["python", "javascript"], "description": "Language of code."},
+    "language": {"type": "string", "description": "Language of code: python and javascript keep state between calls; typescript, bash, c, cpp, go, java, rust, php, r, fortran and d run (and compile) fresh each call in the same workspace files. Aliases: py, js, ts, rs, f90, sh, c++. list_runtimes says which are installed here."},
     "timeout": {"type": "integer", "minimum": 1, "maximum": 300, "default": 30, "description": "With code: seconds before the cell is interrupted (SIGINT; if the interpreter does not stop, it is restarted and the reply says so)."},
     "timeout_seconds": {"type": "number", "default": 60, "description": "Wall-clock limit; the command gets SIGTERM, then SIGKILL. At most the operator's maximum."},
     "interactive": {"type": "boolean", "default": false, "description": "Run on a pseudo-terminal (for prompts and REPLs); answer with send_stdin."},

@@ -22,6 +22,7 @@ import (
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/kernel"
 	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/profiles"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
@@ -176,10 +177,51 @@ func (s *Server) markRestarted(sid, language, why string) {
 	s.ws.mu.Unlock()
 }
 
-// cellLanguages are the languages with a kernel.
-var cellLanguages = []string{"python", "javascript"}
+// runtimes is the language registry (discovered once).
+func (s *Server) runtimes() *profiles.Runtimes {
+	s.rtOnce.Do(func() {
+		if s.cfg.Runtimes != nil {
+			s.rts = s.cfg.Runtimes
+			return
+		}
+		rts, err := profiles.DiscoverRuntimes()
+		if err != nil {
+			s.cfg.Logger.Error("runtimes", "error", err)
+			rts = &profiles.Runtimes{}
+		}
+		s.rts = rts
+	})
+	return s.rts
+}
 
-// interpreter is the program that runs language's kernel and stateless runs.
+// dockerLanguages are what the Docker backend's image runs.
+var dockerLanguages = map[string]bool{"python": true, "bash": true}
+
+func (s *Server) runtimeAvailable(rt *profiles.Runtime) bool {
+	if s.data != nil && s.data.Backend != nil && s.data.Backend.Name() == "docker" && !dockerLanguages[rt.Language] {
+		return false
+	}
+	return rt.Available
+}
+
+func (s *Server) unavailableReason(rt *profiles.Runtime) string {
+	if s.data != nil && s.data.Backend != nil && s.data.Backend.Name() == "docker" && !dockerLanguages[rt.Language] {
+		return "the Docker backend's image has Python and bash only; use --backend native for " + rt.Language
+	}
+	return rt.Reason
+}
+
+func (s *Server) availableLanguages() []string {
+	var out []string
+	for _, rt := range s.runtimes().All() {
+		if s.runtimeAvailable(rt) {
+			out = append(out, rt.Language)
+		}
+	}
+	return out
+}
+
+// interpreter is the program that runs language's kernel.
 func (s *Server) interpreter(language string) string {
 	if language == "javascript" {
 		return s.data.Node
@@ -187,21 +229,10 @@ func (s *Server) interpreter(language string) string {
 	return s.data.Python
 }
 
-// statelessArgv runs code once.
-func (s *Server) statelessArgv(language, code string) []string {
-	if language == "javascript" {
-		return []string{s.data.Node, "-e", code}
-	}
-	return []string{s.data.Python, "-c", code}
-}
-
-func validLanguage(l string) bool {
-	for _, x := range cellLanguages {
-		if x == l {
-			return true
-		}
-	}
-	return false
+// validLanguage reports whether language has a kernel here.
+func (s *Server) validLanguage(language string) bool {
+	rt, ok := s.runtimes().Get(language)
+	return ok && rt.Stateful && s.runtimeAvailable(rt)
 }
 
 // handleCode is execute_code (and execute_code_async) with `code` and
@@ -211,13 +242,17 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 	if s.data == nil {
 		return toolError("invalid_arguments", "this server has no workspaces; use command"), nil
 	}
-	lang := strings.ToLower(strings.TrimSpace(a.Language))
-	if lang == "" {
-		return toolError("invalid_arguments", "language is required with code (python or javascript); or give a shell command instead of code"), nil
+	if strings.TrimSpace(a.Language) == "" {
+		return toolError("invalid_arguments", "language is required with code (list_runtimes names them); or give a shell command instead of code"), nil
 	}
-	if !validLanguage(lang) {
-		return toolError("unsupported_language", fmt.Sprintf("language %q has no runtime here; list_runtimes says which do (python, javascript)", a.Language)), nil
+	rt, ok := s.runtimes().Get(a.Language)
+	if !ok {
+		return toolError("unsupported_language", fmt.Sprintf("language %q is not one srt-mcp knows; list_runtimes names them (%s)", a.Language, strings.Join(s.availableLanguages(), ", "))), nil
 	}
+	if !s.runtimeAvailable(rt) {
+		return toolError("runtime_unavailable", fmt.Sprintf("%s is not available here: %s", rt.Language, s.unavailableReason(rt))), nil
+	}
+	lang := rt.Language
 	timeout := 30 * time.Second
 	if a.Timeout != nil {
 		if *a.Timeout < 1 || *a.Timeout > 300 {
@@ -229,7 +264,7 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 	}
 	owner := ownerFrom(ctx)
 	if a.SessionID == Stateless {
-		return s.runStateless(ctx, req, a, lang, timeout, owner, async)
+		return s.runStateless(ctx, req, a, rt, timeout, owner, async)
 	}
 	var ss *executions.Session
 	var err error
@@ -248,22 +283,33 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 		}
 		return toolError("internal_error", err.Error()), nil
 	}
-	k, note, err := s.kernelFor(ctx, ss, lang)
-	if err != nil {
-		ss.Release()
-		var re *runner.Error
-		if errors.As(err, &re) {
-			return toolError(re.Code, re.Message), nil
-		}
-		return toolError("kernel_unavailable", err.Error()), nil
-	}
-	before := ss.Listing()
 	var cell *kernel.Cell
-	e, err := s.mgr.StartWith(owner, firstLine(a.Code), runner.Spec{}, func(_ runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
-		c, err := kernel.RunCell(k, a.Code, kernel.CellOptions{Timeout: timeout, MaxOutput: s.data.MaxOutputBytes}, sink)
-		cell = c
-		return c, err
-	})
+	var note string
+	var e *executions.Execution
+	before := ss.Listing()
+	if rt.Stateful {
+		var k *kernel.Kernel
+		k, note, err = s.kernelFor(ctx, ss, lang)
+		if err != nil {
+			ss.Release()
+			var re *runner.Error
+			if errors.As(err, &re) {
+				return toolError(re.Code, re.Message), nil
+			}
+			return toolError("kernel_unavailable", err.Error()), nil
+		}
+		e, err = s.mgr.StartWith(owner, firstLine(a.Code), runner.Spec{}, func(_ runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+			c, err := kernel.RunCell(k, a.Code, kernel.CellOptions{Timeout: timeout, MaxOutput: s.data.MaxOutputBytes}, sink)
+			cell = c
+			return c, err
+		})
+	} else {
+		// A language without a kernel: compiled (if it needs it) and run in
+		// the session's sandbox, with its files.
+		spec := s.dataSpec(ss, []string{"/bin/bash", "-c", rt.Script(), "srt-run", a.Code})
+		spec.Policy.Limits.Timeout = policy.Duration(timeout)
+		e, err = s.mgr.StartWith(owner, firstLine(a.Code), spec, s.starter(ss))
+	}
 	if err != nil {
 		ss.Release()
 		var le *executions.LimitError
@@ -301,6 +347,7 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 		<-released
 	}
 	r := codeResult(sn, ss.ID, note)
+	markCompileError(r, sn, rt)
 	if sn.State.Done() && sn.End != nil && sn.End.Type == runner.EventExit && sn.End.ExitCode == 0 {
 		arts := []map[string]any{}
 		for _, f := range ss.Artifacts(before) {
@@ -319,13 +366,13 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 
 // runStateless runs the code once in a fresh sandbox (no kernel, no
 // session), with seed 001's result.
-func (s *Server) runStateless(ctx context.Context, req mcp.CallToolRequest, a execArgs, lang string, timeout time.Duration, owner string, async bool) (*mcp.CallToolResult, error) {
+func (s *Server) runStateless(ctx context.Context, req mcp.CallToolRequest, a execArgs, rt *profiles.Runtime, timeout time.Duration, owner string, async bool) (*mcp.CallToolResult, error) {
 	p := s.cfg.Ceiling
 	p.Network = policy.Network{}
 	p.Filesystem = policy.Filesystem{DenyRead: s.cfg.Ceiling.Filesystem.DenyRead}
 	p.Limits.Timeout = policy.Duration(timeout)
 	p.Limits.MaxOutputBytes = s.data.MaxOutputBytes
-	spec := runner.Spec{Version: runner.SpecVersion, Argv: s.statelessArgv(lang, a.Code), Cwd: runner.SandboxTmp, PrivateCwd: true,
+	spec := runner.Spec{Version: runner.SpecVersion, Argv: []string{"/bin/bash", "-c", rt.Script(), "srt-run", a.Code}, Cwd: runner.SandboxTmp, PrivateCwd: true,
 		Home: s.cfg.Home, Policy: p, Stdin: runner.StdinNull, Hide: s.cfg.Hide, Env: map[string]string{"MPLBACKEND": "Agg"}}
 	e, err := s.mgr.Start(owner, firstLine(a.Code), spec)
 	if err != nil {
@@ -340,7 +387,17 @@ func (s *Server) runStateless(ctx context.Context, req mcp.CallToolRequest, a ex
 		_ = e.Cancel(true)
 	}
 	r := codeResult(sn, Stateless, "")
+	markCompileError(r, sn, rt)
 	return structured(r, codeSummary(r), false), nil
+}
+
+// markCompileError reports a failed compile step as such.
+func markCompileError(r map[string]any, sn executions.Snapshot, rt *profiles.Runtime) {
+	if rt.Compile != "" && sn.End != nil && sn.End.Type == runner.EventExit && sn.End.ExitCode == profiles.CompileErrorExit {
+		r["exit_code"] = 1
+		r["compile_error"] = true
+		r["stderr"] = strings.TrimRight(r["stderr"].(string), "\n") + "\n" + rt.Language + ": compilation failed"
+	}
 }
 
 // codeResult is seed 001's execute_code result (stdout, stderr, exit_code,
@@ -446,32 +503,21 @@ func (s *Server) addWorkspaceTools() {
 
 func (s *Server) handleListRuntimes(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	rts := []map[string]any{}
-	pyVersion, pyErr := hostVersion(s.data.Python, "--version")
-	py := map[string]any{"language": "python", "stateful": true, "features": []string{"persistent-variables", "repl-value", "matplotlib-figures", "pandas", "numpy", "seaborn", "scipy"}}
-	if pyErr != nil {
-		py["available"], py["reason"] = false, pyErr.Error()
-	} else {
-		py["available"], py["version"] = true, strings.TrimPrefix(pyVersion, "Python ")
-	}
-	rts = append(rts, py)
-	bash, err := hostVersion(s.cfg.Shell, "-c", `echo "$BASH_VERSION"`)
-	b := map[string]any{"language": "bash", "stateful": false, "features": []string{"command"}}
-	if err != nil {
-		b["available"], b["reason"] = false, err.Error()
-	} else {
-		b["available"], b["version"], b["note"] = true, bash, "run shell commands with execute_code's command argument"
-	}
-	rts = append(rts, b)
-	js := map[string]any{"language": "javascript", "stateful": true, "features": []string{"persistent-variables", "repl-value", "require"}}
-	if v, err := hostVersion(s.data.Node, "--version"); err != nil {
-		js["available"], js["reason"] = false, err.Error()+"; install it with: apt-get install -y nodejs"
-	} else {
-		js["available"], js["version"] = true, strings.TrimPrefix(v, "v")
-	}
-	rts = append(rts, js)
 	var lines []string
-	for _, r := range rts {
-		lines = append(lines, fmt.Sprintf("%v %v available=%v", r["language"], r["version"], r["available"]))
+	for _, rt := range s.runtimes().All() {
+		v := map[string]any{"language": rt.Language, "aliases": rt.Aliases, "stateful": rt.Stateful, "available": s.runtimeAvailable(rt),
+			"compiled": rt.Compile != ""}
+		if s.runtimeAvailable(rt) {
+			v["version"] = rt.Found
+		} else {
+			v["reason"] = s.unavailableReason(rt)
+		}
+		rts = append(rts, v)
+		state := "available"
+		if !s.runtimeAvailable(rt) {
+			state = "unavailable: " + s.unavailableReason(rt)
+		}
+		lines = append(lines, fmt.Sprintf("%s (%s): %s", rt.Language, rt.Found, state))
 	}
 	return mcp.NewToolResultStructured(map[string]any{"runtimes": rts}, strings.Join(lines, "\n")), nil
 }
@@ -495,8 +541,8 @@ func (s *Server) handleCreateSession(ctx context.Context, req mcp.CallToolReques
 	if err := req.BindArguments(&a); err != nil {
 		return dataError("invalid_arguments", err.Error(), nil), nil
 	}
-	if !validLanguage(a.Language) {
-		return dataError("unsupported_language", fmt.Sprintf("language %q has no runtime here (python, javascript)", a.Language), nil), nil
+	if !s.validLanguage(a.Language) {
+		return dataError("unsupported_language", fmt.Sprintf("language %q has no persistent interpreter here (python, javascript)", a.Language), nil), nil
 	}
 	if m := a.MemoryLimitMB; m != nil && (*m < 64 || *m > 1024) {
 		return dataError("invalid_arguments", fmt.Sprintf("memory_limit_mb %d is out of range: 64 to 1024", *m), nil), nil
@@ -624,8 +670,8 @@ func (s *Server) handleResetWorkspace(ctx context.Context, req mcp.CallToolReque
 	if a.Language == "" {
 		a.Language = "python"
 	}
-	if !validLanguage(a.Language) {
-		return dataError("unsupported_language", fmt.Sprintf("language %q has no runtime here (python, javascript)", a.Language), nil), nil
+	if !s.validLanguage(a.Language) {
+		return dataError("unsupported_language", fmt.Sprintf("language %q has no persistent interpreter here (python, javascript)", a.Language), nil), nil
 	}
 	ss, err := s.sessionOrWorkspace(ctx, a.SessionID, true)
 	if err != nil {
