@@ -86,6 +86,7 @@ func (s *Server) addDataTools(dc DataConfig) {
 		s.data.PipIndex = DefaultPipIndex
 	}
 	s.addInstallTool()
+	go s.runtimes() // discovered at start-up, off the first call's path
 	s.startPool(dc.WarmPool)
 	go s.buildCacheTemplate()
 	dc.Sessions.OnEnd(func(ss *executions.Session) {
