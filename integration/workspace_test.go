@@ -266,7 +266,7 @@ func testWorkspaceJavaScript(t *testing.T, backend []string) {
 	if contains(backend, "docker") {
 		// The data image has no Node.js: a clear error, not a hang.
 		v, isErr := js("1 + 1")
-		if !isErr || !strings.Contains(fmt.Sprint(v["error"]), "not found") {
+		if !isErr || !strings.Contains(fmt.Sprint(v["error"]), "runtime_unavailable") || !strings.Contains(fmt.Sprint(v["error"]), "--backend native") {
 			t.Fatalf("javascript without node in the image: %v", v)
 		}
 		return
