@@ -301,6 +301,7 @@ func (s *Server) handleRunPython(ctx context.Context, req mcp.CallToolRequest) (
 	if err != nil {
 		return fromErr(err), nil
 	}
+	s.observe("run_python", "python", e)
 	sn := e.Wait(ctx, 0, true)
 	if !sn.State.Done() {
 		_ = e.Cancel(true)

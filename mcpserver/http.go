@@ -37,6 +37,8 @@ type HTTPConfig struct {
 	Burst     int
 	// SessionTTL frees idle MCP sessions (and cancels their executions).
 	SessionTTL time.Duration
+	// MetricsToken, when set, is the bearer token /metrics needs.
+	MetricsToken string
 }
 
 type principalKey struct{}
@@ -95,6 +97,8 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.guard(cfg, streamable))
 	mux.HandleFunc("/files/", s.serveFile)
+	mux.Handle("/metrics", s.metricsHandler(cfg.MetricsToken))
+	mux.HandleFunc("/readyz", s.readyz)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "running_executions": s.mgr.Running(), "warm_pool_ready": s.pool.Ready()})

@@ -123,6 +123,7 @@ func (s *Server) handleInstall(ctx context.Context, req mcp.CallToolRequest) (*m
 	if err != nil {
 		return fromErr(err), nil
 	}
+	s.observe("install_package", "python", e)
 	sn := e.Wait(ctx, 0, true)
 	if !sn.State.Done() {
 		_ = e.Cancel(true)

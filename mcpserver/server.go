@@ -61,6 +61,9 @@ type Server struct {
 
 	rtOnce sync.Once
 	rts    *profiles.Runtimes
+
+	metrics *metrics
+	ready   readiness
 }
 
 // New builds the MCP server with the seven execution tools.
@@ -81,6 +84,7 @@ func New(cfg Config, mgr *executions.Manager) *Server {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, mgr: mgr}
+	s.initMetrics()
 	hooks := &server.Hooks{}
 	hooks.AddOnUnregisterSession(func(ctx context.Context, sess server.ClientSession) {
 		// The session ended (DELETE, idle expiry, stdin EOF): its running

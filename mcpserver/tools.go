@@ -369,6 +369,9 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 			start = s.starter(ss)
 		}
 		e, err := s.mgr.StartWith(owner, a.Command, spec, start)
+		if err == nil {
+			s.observe("command", "bash", e)
+		}
 		released := make(chan struct{}) // the session is free again
 		if ss != nil {
 			if err != nil {

@@ -310,6 +310,13 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 		spec.Policy.Limits.Timeout = policy.Duration(timeout)
 		e, err = s.mgr.StartWith(owner, firstLine(a.Code), spec, s.starter(ss))
 	}
+	if err == nil {
+		kind := "script"
+		if rt.Stateful {
+			kind = "cell"
+		}
+		s.observe(kind, lang, e)
+	}
 	if err != nil {
 		ss.Release()
 		var le *executions.LimitError
@@ -378,6 +385,7 @@ func (s *Server) runStateless(ctx context.Context, req mcp.CallToolRequest, a ex
 	if err != nil {
 		return toolError("too_many_executions", err.Error()), nil
 	}
+	s.observe("stateless", rt.Language, e)
 	if async || (a.WaitForCompletion != nil && !*a.WaitForCompletion) {
 		r := codeResult(e.Snapshot(0), Stateless, "")
 		return structured(r, "started execution "+e.ID+"; poll it with get_execution_output", false), nil

@@ -56,6 +56,7 @@ A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) unless --insecure-no
 		&cli.DurationFlag{Name: "download-ttl", Value: 24 * time.Hour, EnvVars: []string{"SANDBOX_DOWNLOAD_TTL"}, Usage: "how long a signed download URL stays valid"},
 		&cli.StringFlag{Name: "node", Value: "/usr/bin/node", EnvVars: []string{"SANDBOX_NODE"}, Usage: "interpreter of language javascript"},
 		&cli.StringFlag{Name: "pip-index-url", Value: "https://pypi.org/simple", EnvVars: []string{"SANDBOX_PIP_INDEX_URL"}, Usage: "install_package's package index (its host must be in --allow-domain)"},
+		&cli.StringFlag{Name: "metrics-token", EnvVars: []string{"SANDBOX_METRICS_TOKEN"}, Usage: "bearer token /metrics requires (default: none; /metrics is open on the listener)"},
 		&cli.IntFlag{Name: "warm-pool", Value: 2, EnvVars: []string{"SANDBOX_WARM_POOL"}, Usage: "sessions kept ready with a Python interpreter that has imported the data stack (0: none)"},
 		&cli.StringFlag{Name: "backend", Value: "native", EnvVars: []string{"SANDBOX_BACKEND"}, Usage: "where data sessions run: native (bubblewrap) or docker (one container per session)"},
 		&cli.StringFlag{Name: "image", Value: defaultImage, EnvVars: []string{"SANDBOX_IMAGE"}, Usage: "docker backend: the Python data image (srt-mcp image build makes it)"},
