@@ -86,6 +86,7 @@ func (s *Server) addDataTools(dc DataConfig) {
 		s.data.PipIndex = DefaultPipIndex
 	}
 	s.addInstallTool()
+	s.addSeed003Tools()
 	go s.runtimes() // discovered at start-up, off the first call's path
 	s.startPool(dc.WarmPool)
 	go s.buildCacheTemplate()

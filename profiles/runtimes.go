@@ -154,8 +154,8 @@ func (r *Runtimes) Names() []string {
 const CompileErrorExit = 86
 
 // Script is the bash script that writes the code (its $1) to the runtime's
-// file in a fresh directory, compiles it if the language needs it, and
-// runs it.
+// file in a fresh directory, compiles it there if the language needs it,
+// and runs it from the directory it was started in (the workspace).
 func (rt *Runtime) Script() string {
 	sub := func(s string) string {
 		for tool, p := range rt.Paths {
@@ -164,10 +164,11 @@ func (rt *Runtime) Script() string {
 		return s
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `d=$(mktemp -d /tmp/run-XXXXXX) && cd "$d" && printf '%%s' "$1" > %s || exit 1; `, rt.File)
+	fmt.Fprintf(&b, `w=$PWD; d=$(mktemp -d /tmp/run-XXXXXX) && cd "$d" && printf '%%s' "$1" > %s || exit 1; `, rt.File)
 	if rt.Compile != "" {
 		fmt.Fprintf(&b, `{ %s; } || exit %d; `, sub(rt.Compile), CompileErrorExit)
 	}
+	b.WriteString(`cd "$w" || exit 1; `)
 	b.WriteString(sub(rt.Run))
 	return b.String()
 }

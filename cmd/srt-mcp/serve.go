@@ -20,6 +20,7 @@ A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) unless --insecure-no
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "host", Value: "127.0.0.1", EnvVars: []string{"SANDBOX_HOST"}, Usage: "address to listen on"},
 		&cli.IntFlag{Name: "port", Value: 8080, EnvVars: []string{"SANDBOX_PORT"}, Usage: "port to listen on"},
+		&cli.StringFlag{Name: "addr", EnvVars: []string{"MCP_HTTP_ADDR"}, Usage: "HOST:PORT to listen on (seed 003's name; \":8080\" is every interface), instead of --host and --port"},
 		&cli.BoolFlag{Name: "stdio", Usage: "serve MCP on stdin/stdout instead of HTTP (Claude Code / Desktop)"},
 		&cli.IntFlag{Name: "max-concurrent", Value: 10, EnvVars: []string{"SANDBOX_MAX_CONCURRENT"}, Usage: "running executions, all sessions"},
 		&cli.IntFlag{Name: "max-per-session", Value: 5, EnvVars: []string{"SANDBOX_MAX_PER_SESSION"}, Usage: "running executions per session"},
@@ -35,7 +36,7 @@ A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) unless --insecure-no
 		&cli.IntFlag{Name: "max-procs", Value: 512, EnvVars: []string{"SANDBOX_MAX_PROCS"}, Usage: "process limit per execution"},
 		&cli.StringFlag{Name: "max-output", Value: "10M", EnvVars: []string{"SANDBOX_MAX_OUTPUT"}, Usage: "cap on each of stdout and stderr per execution"},
 		&cli.StringFlag{Name: "settings", EnvVars: []string{"SANDBOX_SETTINGS"}, Usage: "srt-format settings `FILE` for the ceiling"},
-		&cli.StringFlag{Name: "token", EnvVars: []string{"SANDBOX_AUTH_TOKEN"}, Usage: "bearer token required on every HTTP request"},
+		&cli.StringFlag{Name: "token", EnvVars: []string{"SANDBOX_AUTH_TOKEN", "MCP_API_TOKEN"}, Usage: "bearer token required on every HTTP request"},
 		&cli.BoolFlag{Name: "insecure-no-auth", Usage: "allow a non-loopback --host without a token"},
 		&cli.StringSliceFlag{Name: "allowed-origin", EnvVars: []string{"SANDBOX_ALLOWED_ORIGINS"}, Usage: "browser Origins allowed besides loopback"},
 		&cli.StringFlag{Name: "max-body", Value: "4M", EnvVars: []string{"SANDBOX_MAX_BODY"}, Usage: "largest HTTP request body"},

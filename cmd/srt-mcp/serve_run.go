@@ -41,6 +41,21 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
+	if a := c.String("addr"); a != "" {
+		h, p, err := net.SplitHostPort(a)
+		if err != nil {
+			return cli.Exit(fmt.Sprintf("--addr (MCP_HTTP_ADDR) %q: want HOST:PORT or :PORT", a), exitUsage)
+		}
+		if h == "" {
+			h = "0.0.0.0"
+		}
+		if err := c.Set("host", h); err == nil {
+			err = c.Set("port", p)
+		}
+		if err != nil {
+			return cli.Exit(fmt.Sprintf("--addr %q: %v", a, err), exitUsage)
+		}
+	}
 	home, _ := os.UserHomeDir()
 	def := time.Duration(c.Float64("timeout") * float64(time.Second))
 	if max := ceiling.Limits.Timeout.Std(); max > 0 && def > max {
