@@ -84,6 +84,7 @@ type Session struct {
 	nextID   int
 	lastUsed time.Time
 	pooled   bool          // in a warm pool: not counted, not expired, not found by Get
+	storage  bool          // a file-storage session (LibreChat API): counted apart
 	ttl      time.Duration // this session's idle TTL, when set
 	busy     bool
 	closed   bool
@@ -275,11 +276,35 @@ func (s *Sessions) Claim(ss *Session) error {
 func (s *Sessions) activeLocked() int {
 	n := 0
 	for _, ss := range s.open {
-		if !ss.pooled {
+		if !ss.pooled && !ss.storage {
 			n++
 		}
 	}
 	return n
+}
+
+// CreateStorage makes a session that holds files for an API whose clients
+// expect them to last (the LibreChat Code API: a day): it expires after
+// ttl idle and counts against max such sessions, not against the cap of
+// interactive sessions.
+func (s *Sessions) CreateStorage(ttl time.Duration, max int) (*Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ss := range s.open {
+		if ss.storage {
+			n++
+		}
+	}
+	if n >= max {
+		return nil, sessErr("max_sessions", "Maximum %d stored sessions reached; older ones expire after %s idle.", max, ttl)
+	}
+	ss, err := s.createLocked(NewSessionID())
+	if err != nil {
+		return nil, err
+	}
+	ss.storage, ss.ttl = true, ttl
+	return ss, nil
 }
 
 func (s *Sessions) createLocked(id string) (*Session, error) {
@@ -674,6 +699,16 @@ func (ss *Session) chownPath(r *os.Root, rel string) error {
 		}
 	}
 	return nil
+}
+
+// Remove deletes a workspace file (never through a symlink out).
+func (ss *Session) Remove(rel string) error {
+	r, err := ss.openRoot()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return fileErr(rel, r.Remove(rel))
 }
 
 // ReadFile reads a regular workspace file of at most max bytes (0: no

@@ -39,6 +39,8 @@ type HTTPConfig struct {
 	SessionTTL time.Duration
 	// MetricsToken, when set, is the bearer token /metrics needs.
 	MetricsToken string
+	// LibreChat, when set, mounts the LibreChat-compatible Code API.
+	LibreChat *LibreChatConfig
 }
 
 type principalKey struct{}
@@ -98,12 +100,34 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 	mux.Handle("/mcp", s.guard(cfg, streamable))
 	mux.HandleFunc("/files/", s.serveFile)
 	mux.Handle("/metrics", s.metricsHandler(cfg.MetricsToken))
+	if lc := cfg.LibreChat; lc != nil && lc.Prefix != "" {
+		prefix := "/" + strings.Trim(lc.Prefix, "/")
+		mux.Handle(prefix+"/", http.StripPrefix(prefix, s.LibreChatHandler(*lc)))
+	}
 	mux.HandleFunc("/readyz", s.readyz)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "running_executions": s.mgr.Running(), "warm_pool_ready": s.pool.Ready()})
 	})
-	return mux
+	return collapseSlashes(mux)
+}
+
+// collapseSlashes turns "//" into "/" before routing: clients that join a
+// base URL ending in "/" with "/exec" send "//exec", which ServeMux would
+// answer with a redirect (and a POST redirected becomes a GET).
+func collapseSlashes(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "//") {
+			p := r.URL.Path
+			for strings.Contains(p, "//") {
+				p = strings.ReplaceAll(p, "//", "/")
+			}
+			r2 := r.Clone(r.Context())
+			r2.URL.Path, r2.URL.RawPath = p, ""
+			r = r2
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // principalOf identifies the caller: a hash of its token, or "anonymous".

@@ -145,7 +145,12 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("--max-body: "+err.Error(), exitUsage)
 	}
+	lcCfg, err := libreChatConfig(c, host)
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
 	handler := srv.HTTPHandler(mcpserver.HTTPConfig{
+		LibreChat: lcCfg,
 		Token: token, AllowedOrigins: c.StringSlice("allowed-origin"), MaxBody: maxBody,
 		RateLimit: c.Float64("rate-limit"), SessionTTL: c.Duration("session-ttl"), MetricsToken: c.String("metrics-token"),
 	})

@@ -1,0 +1,615 @@
+package mcpserver
+
+// The LibreChat-compatible Code API (what LibreChat's execute_code tool and
+// file helpers call; see the wire contract in the project notes): POST
+// exec, POST upload, POST upload/batch, GET download/{sid}/{fid}, GET
+// files/{sid}, GET sessions/{sid}/objects/{fid}, DELETE files/{sid}/{fid},
+// GET health, under a configurable prefix. Both client generations work:
+// legacy (X-API-Key; file refs {id, session_id, name}) and current (Bearer
+// JWT or nothing; refs {id, storage_session_id, name, kind}).
+//
+// Every upload and every exec gets a storage session of its own (a data
+// session that lasts a day); an exec copies its input files in, runs the
+// code with /mnt/data as its working directory, and lists the files it
+// created or changed under its own session id, where download and the
+// listings find them. Request bodies are never logged: legacy clients put
+// their API key in them.
+
+import (
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/time/rate"
+
+	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/runner"
+)
+
+// LibreChatConfig configures the Code API.
+type LibreChatConfig struct {
+	Prefix string // mount point, e.g. "/v1/librechat"
+	APIKey string // X-API-Key (legacy clients); "" disables the key
+	// JWTKeys verify Bearer tokens (current clients): EdDSA or RS256,
+	// audience "codeapi".
+	JWTKeys []crypto.PublicKey
+	// NoAuth accepts requests without credentials (a default current
+	// LibreChat sends none); the CLI allows it only when asked for.
+	NoAuth bool
+	// RateScale multiplies the default rate limits (20 exec / 30 s, 30
+	// uploads / 5 min, 60 downloads / min, 120 listings / min); 0: 1.
+	RateScale float64
+	TTL       time.Duration // how long stored files last idle (default 24 h)
+	MaxStored int           // stored sessions at most (default 1000)
+}
+
+type lcFile struct {
+	ID       string    `json:"id"`
+	Name     string    `json:"name"` // relative to /mnt/data
+	Size     int64     `json:"size"`
+	Modified time.Time `json:"modified"`
+	Type     string    `json:"content_type"`
+	Kind     string    `json:"kind,omitempty"`
+	Entity   string    `json:"entity_id,omitempty"`
+}
+
+type librechat struct {
+	s   *Server
+	cfg LibreChatConfig
+	mu  sync.Mutex // index files
+	rl  sync.Map   // principal+class -> *rate.Limiter
+}
+
+const lcIDChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+
+// lcID is a 21-character id like codeapi's nanoids (no "." or "/").
+func lcID() string {
+	b := make([]byte, 21)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = lcIDChars[int(b[i])%len(lcIDChars)]
+	}
+	return string(b)
+}
+
+// LibreChatHandler serves the Code API (mounted by HTTPHandler).
+func (s *Server) LibreChatHandler(cfg LibreChatConfig) http.Handler {
+	if cfg.TTL <= 0 {
+		cfg.TTL = 24 * time.Hour
+	}
+	if cfg.MaxStored <= 0 {
+		cfg.MaxStored = 1000
+	}
+	if cfg.RateScale <= 0 {
+		cfg.RateScale = 1
+	}
+	lc := &librechat{s: s, cfg: cfg}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /exec", lc.auth("exec", lc.exec))
+	mux.HandleFunc("POST /upload", lc.auth("upload", lc.upload(false)))
+	mux.HandleFunc("POST /upload/batch", lc.auth("upload", lc.upload(true)))
+	mux.HandleFunc("GET /download/{sid}/{fid}", lc.auth("download", lc.download))
+	mux.HandleFunc("GET /files/{sid}", lc.auth("list", lc.list))
+	mux.HandleFunc("DELETE /files/{sid}/{fid}", lc.auth("list", lc.remove))
+	mux.HandleFunc("GET /sessions/{sid}/objects/{fid}", lc.auth("list", lc.object))
+	mux.HandleFunc("GET /health", lc.health)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		lcError(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path)
+	})
+	return mux
+}
+
+func lcError(w http.ResponseWriter, code int, msg string, extra ...any) {
+	v := map[string]any{"error": msg}
+	for i := 0; i+1 < len(extra); i += 2 {
+		v[extra[i].(string)] = extra[i+1]
+	}
+	lcJSON(w, code, v)
+}
+
+func lcJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// auth checks the credentials (X-API-Key, Bearer JWT, or none when so
+// configured), then the rate limit of the route's class.
+func (lc *librechat) auth(class string, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		principal, err := lc.principal(r)
+		if err != nil {
+			lcError(w, http.StatusUnauthorized, err.Error())
+			return
+		}
+		if wait := lc.limit(principal, class); wait > 0 {
+			secs := int(wait.Seconds() + 0.999)
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			lcError(w, http.StatusTooManyRequests, "rate_limited", "retry_after_seconds", secs)
+			return
+		}
+		next(w, r)
+	}
+}
+
+func (lc *librechat) principal(r *http.Request) (string, error) {
+	if k := r.Header.Get("X-API-Key"); k != "" {
+		if lc.cfg.APIKey == "" || subtle.ConstantTimeCompare([]byte(k), []byte(lc.cfg.APIKey)) != 1 {
+			return "", errors.New("invalid API key")
+		}
+		return "apikey", nil
+	}
+	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
+		if len(lc.cfg.JWTKeys) == 0 {
+			return "", errors.New("Bearer tokens are not configured on this server (--librechat-jwt-public-key)")
+		}
+		tok := strings.TrimPrefix(h, "Bearer ")
+		var lastErr error
+		for _, key := range lc.cfg.JWTKeys {
+			claims := jwt.RegisteredClaims{}
+			_, err := jwt.ParseWithClaims(tok, &claims, func(t *jwt.Token) (any, error) {
+				switch key.(type) {
+				case ed25519.PublicKey:
+					if _, ok := t.Method.(*jwt.SigningMethodEd25519); !ok {
+						return nil, fmt.Errorf("alg %s does not match the EdDSA key", t.Method.Alg())
+					}
+				case *rsa.PublicKey:
+					if t.Method.Alg() != "RS256" {
+						return nil, fmt.Errorf("alg %s does not match the RS256 key", t.Method.Alg())
+					}
+				}
+				return key, nil
+			}, jwt.WithAudience("codeapi"), jwt.WithExpirationRequired(), jwt.WithLeeway(30*time.Second),
+				jwt.WithValidMethods([]string{"EdDSA", "RS256"}))
+			if err == nil {
+				return "jwt:" + claims.Subject, nil
+			}
+			lastErr = err
+		}
+		return "", fmt.Errorf("invalid token: %v", lastErr)
+	}
+	if lc.cfg.NoAuth {
+		return "anonymous", nil
+	}
+	return "", errors.New("credentials required: X-API-Key or Authorization: Bearer <JWT>")
+}
+
+// limit returns how long to wait when the principal is over its rate for
+// a class of routes, or 0.
+func (lc *librechat) limit(principal, class string) time.Duration {
+	per := map[string]struct {
+		n      int
+		window time.Duration
+	}{"exec": {20, 30 * time.Second}, "upload": {30, 5 * time.Minute}, "download": {60, time.Minute}, "list": {120, time.Minute}}[class]
+	n := int(float64(per.n) * lc.cfg.RateScale)
+	key := principal + "\x00" + class
+	v, _ := lc.rl.LoadOrStore(key, rate.NewLimiter(rate.Every(per.window/time.Duration(max(n, 1))), max(n, 1)))
+	l := v.(*rate.Limiter)
+	res := l.Reserve()
+	if d := res.Delay(); d > 0 {
+		res.Cancel()
+		return d
+	}
+	return 0
+}
+
+func (lc *librechat) health(w http.ResponseWriter, r *http.Request) {
+	lcJSON(w, http.StatusOK, map[string]any{"status": "ok", "languages": lc.s.availableLanguages(), "running": lc.s.mgr.Running()})
+}
+
+// index: the files of a storage session, by id, in the session directory
+// (not the workspace: code never sees or changes it).
+func indexPath(ss *executions.Session) string { return filepath.Join(ss.Dir, "librechat-index.json") }
+
+func (lc *librechat) readIndex(ss *executions.Session) map[string]lcFile {
+	idx := map[string]lcFile{}
+	if b, err := os.ReadFile(indexPath(ss)); err == nil {
+		_ = json.Unmarshal(b, &idx)
+	}
+	return idx
+}
+
+func (lc *librechat) writeIndex(ss *executions.Session, idx map[string]lcFile) error {
+	b, _ := json.Marshal(idx)
+	tmp := indexPath(ss) + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, indexPath(ss))
+}
+
+func (lc *librechat) session(w http.ResponseWriter, sid string) *executions.Session {
+	ss, err := lc.s.data.Sessions.Get(sid)
+	if err != nil {
+		lcError(w, http.StatusNotFound, "Session not found", "details", "The session may have expired or does not exist")
+		return nil
+	}
+	return ss
+}
+
+// newStorage is a fresh storage session.
+func (lc *librechat) newStorage(w http.ResponseWriter) *executions.Session {
+	ss, err := lc.s.data.Sessions.CreateStorage(lc.cfg.TTL, lc.cfg.MaxStored)
+	if err != nil {
+		lcError(w, http.StatusServiceUnavailable, err.Error())
+		return nil
+	}
+	return ss
+}
+
+type lcRef struct {
+	ID               string `json:"id"`
+	SessionID        string `json:"session_id"`
+	StorageSessionID string `json:"storage_session_id"`
+	Name             string `json:"name"`
+}
+
+func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Lang      string  `json:"lang"`
+		Code      string  `json:"code"`
+		Files     []lcRef `json:"files"`
+		SessionID string  `json:"session_id"`
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 50<<20)
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		lcError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return
+	}
+	rt, ok := lc.s.runtimes().Get(req.Lang)
+	if !ok || !lc.s.runtimeAvailable(rt) {
+		lcError(w, http.StatusBadRequest, "Unsupported language: "+req.Lang, "languages", lc.s.availableLanguages())
+		return
+	}
+	if len(req.Code) > lc.s.data.MaxCodeBytes {
+		lcError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("code is %d bytes, more than the %d-byte limit", len(req.Code), lc.s.data.MaxCodeBytes))
+		return
+	}
+	ss := lc.newStorage(w)
+	if ss == nil {
+		return
+	}
+	// Inputs: the referenced files (and, for LibreChat's own helpers, the
+	// files of the session it names) are copied in under their names.
+	idx := map[string]lcFile{}
+	var notes []string
+	refs := req.Files
+	if req.SessionID != "" {
+		if src, err := lc.s.data.Sessions.Get(req.SessionID); err == nil {
+			for id, f := range lc.readIndex(src) {
+				refs = append(refs, lcRef{ID: id, SessionID: req.SessionID, Name: f.Name})
+			}
+		}
+	}
+	for _, ref := range refs {
+		sid := ref.StorageSessionID
+		if sid == "" {
+			sid = ref.SessionID
+		}
+		f, data, err := lc.readFile(sid, ref.ID)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("srt-mcp: input file %s (%s/%s) is not available: %v", ref.Name, sid, ref.ID, err))
+			continue
+		}
+		name := f.Name
+		if ref.Name != "" {
+			if rel, err := executions.CleanName(ref.Name); err == nil {
+				name = rel
+			}
+		}
+		if _, err := ss.WriteFile(name, data, true); err != nil {
+			notes = append(notes, fmt.Sprintf("srt-mcp: input file %s: %v", name, err))
+			continue
+		}
+		f.Name = name
+		idx[ref.ID] = f
+	}
+	before := ss.Listing()
+	if err := ss.Acquire(); err != nil {
+		lcError(w, http.StatusConflict, err.Error())
+		return
+	}
+	spec := lc.s.dataSpec(ss, []string{"/bin/bash", "-c", rt.Script(), "srt-run", req.Code})
+	spec.Policy.Limits.Timeout = policy.Duration(lc.s.data.ExecTimeout)
+	e, err := lc.s.mgr.StartWith(dataOwner(ss.ID), "librechat exec "+rt.Language, spec, lc.s.starter(ss))
+	if err != nil {
+		ss.Release()
+		lcError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	lc.s.observe("librechat", rt.Language, e)
+	sn := e.Wait(r.Context(), 0, true)
+	if !sn.State.Done() {
+		_ = e.Cancel(true)
+		sn = e.Wait(r.Context(), 0, true)
+	}
+	ss.Release()
+	var stdout, stderr strings.Builder
+	for _, ev := range sn.Events {
+		switch ev.Type {
+		case runner.EventStdout:
+			stdout.Write(ev.Data)
+		case runner.EventStderr:
+			stderr.Write(ev.Data)
+		}
+	}
+	for _, n := range notes {
+		stderr.WriteString(n + "\n")
+	}
+	exit, signal := 0, ""
+	if end := sn.End; end != nil {
+		switch end.Type {
+		case runner.EventExit:
+			exit, signal = end.ExitCode, end.Signal
+			if exit == 86 && rt.Compile != "" {
+				stderr.WriteString(rt.Language + ": compilation failed\n")
+			}
+		case runner.EventTimeout:
+			exit = -1
+			fmt.Fprintf(&stderr, "Execution timed out after %g seconds\n", end.TimeoutSeconds)
+		case runner.EventError:
+			lcError(w, http.StatusBadGateway, "the sandbox failed: "+end.ErrCode+": "+end.Message)
+			return
+		default:
+			exit = -1
+			stderr.WriteString("Execution was cancelled\n")
+		}
+	}
+	files := []map[string]any{}
+	for _, f := range ss.Artifacts(before) {
+		id := lcID()
+		for oid, old := range idx {
+			if old.Name == f.Filename {
+				id = oid // a changed input keeps its id
+			}
+		}
+		idx[id] = lcFile{ID: id, Name: f.Filename, Size: f.Size, Modified: f.ModTime.UTC(), Type: f.MIME}
+		files = append(files, map[string]any{"id": id, "name": f.Filename, "path": f.Path, "storage_session_id": ss.ID})
+		if len(files) >= 50 {
+			break
+		}
+	}
+	lc.mu.Lock()
+	_ = lc.writeIndex(ss, idx)
+	lc.mu.Unlock()
+	wall := int64(0)
+	if sn.End != nil {
+		wall = sn.End.DurationMS
+	}
+	resp := map[string]any{"session_id": ss.ID, "stdout": toValidUTF8(stdout.String()), "stderr": toValidUTF8(stderr.String()),
+		"files": files, "code": exit, "wall_time": wall, "stats": map[string]any{"wall_time_ms": wall}}
+	if signal != "" {
+		resp["signal"] = signal
+	}
+	lcJSON(w, http.StatusOK, resp)
+}
+
+func (lc *librechat) readFile(sid, fid string) (lcFile, []byte, error) {
+	src, err := lc.s.data.Sessions.Get(sid)
+	if err != nil {
+		return lcFile{}, nil, errors.New("no such session")
+	}
+	lc.mu.Lock()
+	f, ok := lc.readIndex(src)[fid]
+	lc.mu.Unlock()
+	if !ok {
+		return lcFile{}, nil, errors.New("no such file")
+	}
+	data, _, err := src.ReadFile(f.Name, 0)
+	return f, data, err
+}
+
+func (lc *librechat) upload(batch bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		mr, err := r.MultipartReader()
+		if err != nil {
+			lcError(w, http.StatusBadRequest, "want multipart/form-data with a file field: "+err.Error())
+			return
+		}
+		ss := lc.newStorage(w)
+		if ss == nil {
+			return
+		}
+		fields := map[string]string{}
+		type result struct {
+			Status   string `json:"status,omitempty"`
+			FileID   string `json:"fileId,omitempty"`
+			Filename string `json:"filename"`
+			Error    string `json:"error,omitempty"`
+		}
+		var results []result
+		idx := map[string]lcFile{}
+		limit := lc.s.data.MaxUploadBytes
+		for {
+			part, err := mr.NextPart()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				lcError(w, http.StatusBadRequest, "malformed multipart body: "+err.Error())
+				return
+			}
+			_, params, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+			if params["filename"] == "" {
+				b, _ := io.ReadAll(io.LimitReader(part, 4096))
+				fields[part.FormName()] = string(b)
+				continue
+			}
+			name := params["filename"] // with its directories (Part.FileName drops them)
+			data, err := io.ReadAll(io.LimitReader(part, limit+1))
+			if err != nil {
+				lcError(w, http.StatusBadRequest, "reading "+name+": "+err.Error())
+				return
+			}
+			if int64(len(data)) > limit {
+				if !batch {
+					_ = lc.s.data.Sessions.Close(ss.ID)
+					lcError(w, http.StatusRequestEntityTooLarge, "File size limit exceeded", "limit_bytes", limit)
+					return
+				}
+				results = append(results, result{Status: "error", Filename: name, Error: "File size limit exceeded"})
+				continue
+			}
+			rel, err := executions.CleanName(name)
+			if err == nil {
+				_, err = ss.WriteFile(rel, data, true)
+			}
+			if err != nil {
+				if !batch {
+					_ = lc.s.data.Sessions.Close(ss.ID)
+					lcError(w, http.StatusBadRequest, err.Error())
+					return
+				}
+				results = append(results, result{Status: "error", Filename: name, Error: err.Error()})
+				continue
+			}
+			id := lcID()
+			idx[id] = lcFile{ID: id, Name: rel, Size: int64(len(data)), Modified: time.Now().UTC(), Type: executions.MIMEType(rel)}
+			results = append(results, result{Status: "success", FileID: id, Filename: path.Base(rel)})
+		}
+		for id, f := range idx {
+			f.Kind, f.Entity = fields["kind"], fields["entity_id"]
+			if f.Entity == "" {
+				f.Entity = fields["id"]
+			}
+			idx[id] = f
+		}
+		lc.mu.Lock()
+		_ = lc.writeIndex(ss, idx)
+		lc.mu.Unlock()
+		ok, failed := 0, 0
+		for _, r := range results {
+			if r.Status == "success" {
+				ok++
+			} else {
+				failed++
+			}
+		}
+		if !batch {
+			if ok == 0 {
+				_ = lc.s.data.Sessions.Close(ss.ID)
+				lcError(w, http.StatusBadRequest, "no file part in the upload")
+				return
+			}
+			for i := range results {
+				results[i].Status = ""
+			}
+			lcJSON(w, http.StatusOK, map[string]any{"message": "success", "session_id": ss.ID, "storage_session_id": ss.ID, "files": results})
+			return
+		}
+		msg := "success"
+		switch {
+		case ok == 0:
+			msg = "error"
+		case failed > 0:
+			msg = "partial_success"
+		}
+		lcJSON(w, http.StatusOK, map[string]any{"message": msg, "session_id": ss.ID, "storage_session_id": ss.ID, "files": results,
+			"succeeded": ok, "failed": failed})
+	}
+}
+
+func (lc *librechat) lookup(w http.ResponseWriter, r *http.Request) (*executions.Session, lcFile, bool) {
+	ss := lc.session(w, r.PathValue("sid"))
+	if ss == nil {
+		return nil, lcFile{}, false
+	}
+	lc.mu.Lock()
+	f, ok := lc.readIndex(ss)[r.PathValue("fid")]
+	lc.mu.Unlock()
+	if !ok {
+		lcError(w, http.StatusNotFound, "File not found", "details", "The file may have expired or does not exist")
+		return nil, lcFile{}, false
+	}
+	return ss, f, true
+}
+
+func (lc *librechat) download(w http.ResponseWriter, r *http.Request) {
+	ss, f, ok := lc.lookup(w, r)
+	if !ok {
+		return
+	}
+	fh, info, err := ss.Open(f.Name)
+	if err != nil {
+		lcError(w, http.StatusNotFound, "File not found", "details", err.Error())
+		return
+	}
+	defer fh.Close()
+	w.Header().Set("Content-Type", info.MIME)
+	w.Header().Set("Content-Disposition", "attachment; filename*=UTF-8''"+url.PathEscape(path.Base(f.Name)))
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	http.ServeContent(w, r, "", info.ModTime, fh)
+}
+
+func (lc *librechat) objectJSON(sid string, f lcFile, full bool) map[string]any {
+	v := map[string]any{"name": sid + "/" + f.ID + path.Ext(f.Name), "size": f.Size, "lastModified": f.Modified.Format(time.RFC3339),
+		"etag": fmt.Sprintf("%x-%x", f.Modified.UnixNano(), f.Size)}
+	if full {
+		v["metadata"] = map[string]any{"content-type": f.Type, "original-filename": path.Base(f.Name)}
+	}
+	return v
+}
+
+func (lc *librechat) list(w http.ResponseWriter, r *http.Request) {
+	ss := lc.session(w, r.PathValue("sid"))
+	if ss == nil {
+		return
+	}
+	lc.mu.Lock()
+	idx := lc.readIndex(ss)
+	lc.mu.Unlock()
+	full := r.URL.Query().Get("detail") == "full"
+	out := []map[string]any{}
+	for _, f := range idx {
+		out = append(out, lc.objectJSON(ss.ID, f, full))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i]["name"].(string) < out[j]["name"].(string) })
+	lcJSON(w, http.StatusOK, out)
+}
+
+func (lc *librechat) object(w http.ResponseWriter, r *http.Request) {
+	ss, f, ok := lc.lookup(w, r)
+	if !ok {
+		return
+	}
+	v := lc.objectJSON(ss.ID, f, true)
+	v["originalFilename"], v["contentType"] = path.Base(f.Name), f.Type
+	lcJSON(w, http.StatusOK, v)
+}
+
+func (lc *librechat) remove(w http.ResponseWriter, r *http.Request) {
+	ss, f, ok := lc.lookup(w, r)
+	if !ok {
+		return
+	}
+	lc.mu.Lock()
+	idx := lc.readIndex(ss)
+	delete(idx, f.ID)
+	err := lc.writeIndex(ss, idx)
+	lc.mu.Unlock()
+	if err != nil {
+		lcError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	_ = ss.Remove(f.Name)
+	lcJSON(w, http.StatusOK, map[string]any{"message": "deleted", "id": f.ID})
+}
