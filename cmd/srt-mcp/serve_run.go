@@ -151,7 +151,7 @@ func runServe(c *cli.Context) error {
 	}
 	handler := srv.HTTPHandler(mcpserver.HTTPConfig{
 		LibreChat: lcCfg,
-		Token: token, AllowedOrigins: c.StringSlice("allowed-origin"), MaxBody: maxBody,
+		Token:     token, AllowedOrigins: c.StringSlice("allowed-origin"), MaxBody: maxBody,
 		RateLimit: c.Float64("rate-limit"), SessionTTL: c.Duration("session-ttl"), MetricsToken: c.String("metrics-token"),
 	})
 	addr := net.JoinHostPort(host, fmt.Sprint(c.Int("port")))
