@@ -15,15 +15,29 @@ APT_LANGS := nodejs node-typescript gcc g++ libc6-dev golang-go default-jdk-head
             r-base-core gfortran gdc
 APT_RUN  := bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-seaborn \
             python3-reportlab python3-openpyxl python3-scipy python3-pip $(APT_LANGS)
-APT_TEST := $(APT_RUN) python3-pip util-linux procps git curl ca-certificates
+APT_TEST := $(APT_RUN) python3-pip util-linux procps git curl ca-certificates chromium
 
-.PHONY: run test build deps deps-test clients check unit integration bench clean docker-up docker-down image
+.PHONY: run test build deps deps-test clients check unit integration bench clean docker-up docker-down image assets
 
 # The release binary is light (CLI, runner, in-sandbox stage) and embeds
 # the full build for srt-mcp serve; see cmd/srt-mcp/serve_embedded.go.
-build:
+build: assets
 	$(GO) build $(GOFLAGS_BUILD) -o cmd/srt-mcp/embedded/srt-mcp-full ./cmd/srt-mcp
 	$(GO) build -tags "$(TAGS) embedserver" $(LDFLAGS) -o $(BIN) ./cmd/srt-mcp
+
+# The playground's code editor (CodeMirror 5 from npm), copied where the
+# binary embeds it (playground/static/vendor; not committed).
+CM := playground/npm/node_modules/codemirror
+CM_MODES := addon/mode/simple.js mode/xml/xml.js mode/javascript/javascript.js mode/css/css.js mode/htmlmixed/htmlmixed.js \
+            mode/clike/clike.js mode/php/php.js mode/python/python.js mode/go/go.js mode/rust/rust.js mode/r/r.js \
+            mode/fortran/fortran.js mode/d/d.js mode/shell/shell.js
+assets: playground/static/vendor/codemirror.js
+playground/static/vendor/codemirror.js: playground/npm/package-lock.json
+	@command -v npm >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm)
+	cd playground/npm && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	cp $(CM)/lib/codemirror.css playground/static/vendor/
+	cat $(addprefix $(CM)/,$(CM_MODES)) > playground/static/vendor/modes.js
+	cp $(CM)/lib/codemirror.js playground/static/vendor/
 
 # Install the system packages the sandbox and the Python data profile use.
 deps:
@@ -85,7 +99,8 @@ unit:
 ITEST_DIR ?= /tmp/srt-mcp-itest
 SUITES    := runner integration
 integration:
-	rm -rf $(ITEST_DIR) && mkdir -p $(ITEST_DIR)/home-root $(ITEST_DIR)/home-nobody
+	rm -rf $(ITEST_DIR) && mkdir -p $(ITEST_DIR)/home-root $(ITEST_DIR)/home-nobody $(ITEST_DIR)/artifacts
+	chmod 1777 $(ITEST_DIR)/artifacts
 	$(MAKE) --no-print-directory build BIN=$(ITEST_DIR)/srt-mcp
 	for s in $(SUITES); do $(GO) test -tags $(TAGS) -c -o $(ITEST_DIR)/$$s.test ./$$s || exit 1; done
 	cp -r integration/mcpclient $(ITEST_DIR)/mcpclient
@@ -95,7 +110,7 @@ integration:
 	chown 65534:65534 $(ITEST_DIR)/home-nobody 2>/dev/null || true
 	@set -o pipefail; for s in $(SUITES); do \
 		echo "== $$s as $$(id -un)"; \
-		( cd $(ITEST_DIR) && env $(ITEST_ENV) SRT_MCP_BIN=$(ITEST_DIR)/srt-mcp SRT_MCP_CLIENTS=$(ITEST_DIR)/mcpclient SRT_MCP_REQUIRE_CLIENTS=1 \
+		( cd $(ITEST_DIR) && env $(ITEST_ENV) SRT_MCP_ARTIFACTS=$(ITEST_DIR)/artifacts SRT_MCP_BIN=$(ITEST_DIR)/srt-mcp SRT_MCP_CLIENTS=$(ITEST_DIR)/mcpclient SRT_MCP_REQUIRE_CLIENTS=1 \
 			HOME=$(ITEST_DIR)/home-root TMPDIR=$(ITEST_DIR)/home-root \
 			./$$s.test -test.count=1 -test.timeout=15m -test.v -test.skip '^TestGolden' $(ITEST_ARGS) ) > $(ITEST_DIR)/$$s-root.log 2>&1; rc=$$?; \
 		grep -E '^(--- |FAIL|ok|PASS|panic)' $(ITEST_DIR)/$$s-root.log | grep -v '^--- PASS' ; \
@@ -103,7 +118,7 @@ integration:
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "== $$s as nobody"; \
 			( cd $(ITEST_DIR) && setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH=/usr/local/bin:/usr/bin:/bin \
-				HOME=$(ITEST_DIR)/home-nobody TMPDIR=$(ITEST_DIR)/home-nobody SRT_MCP_BIN=$(ITEST_DIR)/srt-mcp \
+				HOME=$(ITEST_DIR)/home-nobody TMPDIR=$(ITEST_DIR)/home-nobody SRT_MCP_BIN=$(ITEST_DIR)/srt-mcp SRT_MCP_ARTIFACTS=$(ITEST_DIR)/artifacts \
 				SRT_MCP_CLIENTS=$(ITEST_DIR)/mcpclient SRT_MCP_REQUIRE_CLIENTS=1 \
 				./$$s.test -test.count=1 -test.timeout=15m -test.v -test.skip '^TestGolden' $(ITEST_ARGS) ) > $(ITEST_DIR)/$$s-nobody.log 2>&1; rc=$$?; \
 			grep -E '^(--- |FAIL|ok|PASS|panic)' $(ITEST_DIR)/$$s-nobody.log | grep -v '^--- PASS' ; \

@@ -100,6 +100,9 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 	mux.Handle("/mcp", s.guard(cfg, streamable))
 	mux.HandleFunc("/files/", s.serveFile)
 	mux.Handle("/metrics", s.metricsHandler(cfg.MetricsToken))
+	if s.data != nil {
+		s.playgroundRoutes(mux, cfg.Token)
+	}
 	if lc := cfg.LibreChat; lc != nil && lc.Prefix != "" {
 		prefix := "/" + strings.Trim(lc.Prefix, "/")
 		mux.Handle(prefix+"/", http.StripPrefix(prefix, s.LibreChatHandler(*lc)))

@@ -1,0 +1,212 @@
+package mcpserver
+
+// The web playground at / (seed 003's bonus): pick a language, type code,
+// run it in a conversation's sandbox with the output streaming in (server-
+// sent events), upload files, and see and download the conversation's
+// files. Assets are embedded (package playground); its small API lives
+// under /playground/api and takes the server's token as a Bearer token.
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/playground"
+	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/runner"
+)
+
+func (s *Server) playgroundRoutes(mux *http.ServeMux, token string) {
+	static := http.FileServerFS(playground.Static())
+	mux.Handle("GET /static/", http.StripPrefix("/static/", static))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'")
+		http.ServeFileFS(w, r, playground.Static(), "index.html")
+	})
+	auth := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+token)) != 1 {
+				lcError(w, http.StatusUnauthorized, "enter the server's API key")
+				return
+			}
+			h(w, r)
+		}
+	}
+	mux.HandleFunc("GET /playground/api/runtimes", auth(s.pgRuntimes))
+	mux.HandleFunc("POST /playground/api/run", auth(s.pgRun))
+	mux.HandleFunc("POST /playground/api/upload", auth(s.pgUpload))
+	mux.HandleFunc("GET /playground/api/files", auth(s.pgFiles))
+}
+
+func (s *Server) pgRuntimes(w http.ResponseWriter, r *http.Request) {
+	out := []map[string]any{}
+	for _, rt := range s.runtimes().All() {
+		if s.runtimeAvailable(rt) {
+			out = append(out, map[string]any{"language": rt.Language, "version": rt.Found})
+		}
+	}
+	lcJSON(w, http.StatusOK, map[string]any{"runtimes": out})
+}
+
+func (s *Server) pgSession(w http.ResponseWriter, conversation string) *executions.Session {
+	if strings.TrimSpace(conversation) == "" {
+		lcError(w, http.StatusBadRequest, "give a conversation id")
+		return nil
+	}
+	ss, _, err := s.data.Sessions.GetOrCreate(ConversationSession(conversation))
+	if err != nil {
+		lcError(w, http.StatusServiceUnavailable, err.Error())
+		return nil
+	}
+	return ss
+}
+
+func (s *Server) pgFileList(ss *executions.Session) []map[string]any {
+	files := []map[string]any{}
+	for _, f := range ss.List() {
+		v := s.artifactJSON(ss.ID, f)
+		v["name"], v["url"] = f.Filename, v["download_url"]
+		files = append(files, v)
+	}
+	return files
+}
+
+func (s *Server) pgFiles(w http.ResponseWriter, r *http.Request) {
+	ss := s.pgSession(w, r.URL.Query().Get("conversation"))
+	if ss == nil {
+		return
+	}
+	lcJSON(w, http.StatusOK, map[string]any{"files": s.pgFileList(ss)})
+}
+
+func (s *Server) pgUpload(w http.ResponseWriter, r *http.Request) {
+	ss := s.pgSession(w, r.URL.Query().Get("conversation"))
+	if ss == nil {
+		return
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		lcError(w, http.StatusBadRequest, "want multipart/form-data: "+err.Error())
+		return
+	}
+	var names []string
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			lcError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		_, params, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+		if params["filename"] == "" {
+			continue
+		}
+		data, err := io.ReadAll(io.LimitReader(part, s.data.MaxUploadBytes+1))
+		if err != nil {
+			lcError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if int64(len(data)) > s.data.MaxUploadBytes {
+			lcError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%s is larger than %d bytes", params["filename"], s.data.MaxUploadBytes))
+			return
+		}
+		rel, err := executions.CleanName(params["filename"])
+		if err == nil {
+			_, err = ss.WriteFile(rel, data, true)
+		}
+		if err != nil {
+			lcError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		names = append(names, rel)
+	}
+	lcJSON(w, http.StatusOK, map[string]any{"uploaded": names, "files": s.pgFileList(ss)})
+}
+
+// pgRun streams a run as server-sent events: stdout and stderr as they
+// come, then done with the exit code and the conversation's files.
+func (s *Server) pgRun(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Language     string `json:"language"`
+		Code         string `json:"code"`
+		Conversation string `json:"conversation"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
+		lcError(w, http.StatusBadRequest, "invalid JSON: "+err.Error())
+		return
+	}
+	rt, ok := s.runtimes().Get(req.Language)
+	if !ok || !s.runtimeAvailable(rt) {
+		lcError(w, http.StatusBadRequest, "unsupported language: "+req.Language)
+		return
+	}
+	if len(req.Code) > s.data.MaxCodeBytes {
+		lcError(w, http.StatusRequestEntityTooLarge, "the code is too long")
+		return
+	}
+	ss := s.pgSession(w, req.Conversation)
+	if ss == nil {
+		return
+	}
+	if err := ss.Acquire(); err != nil {
+		lcError(w, http.StatusConflict, err.Error())
+		return
+	}
+	defer ss.Release()
+	spec := s.dataSpec(ss, []string{"/bin/bash", "-c", rt.Script(), "srt-run", req.Code})
+	spec.Policy.Limits.Timeout = policy.Duration(s.data.ExecTimeout)
+	e, err := s.mgr.StartWith(dataOwner(ss.ID), "playground "+rt.Language, spec, s.starter(ss))
+	if err != nil {
+		lcError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	s.observe("playground", rt.Language, e)
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	send := func(ev string, v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev, b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	var after uint64
+	for {
+		sn := e.Wait(r.Context(), after, false)
+		for _, ev := range sn.Events {
+			if ev.Type == runner.EventStdout || ev.Type == runner.EventStderr {
+				send(ev.Type, map[string]any{"data": toValidUTF8(string(ev.Data))})
+			}
+		}
+		after = sn.NextSeq
+		if r.Context().Err() != nil {
+			_ = e.Cancel(true)
+			return
+		}
+		if sn.End != nil {
+			code, msg := -1, ""
+			switch sn.End.Type {
+			case runner.EventExit:
+				code = sn.End.ExitCode
+				if code == 86 && rt.Compile != "" {
+					msg = "compilation failed"
+				}
+			case runner.EventTimeout:
+				msg = fmt.Sprintf("timed out after %g seconds", sn.End.TimeoutSeconds)
+			default:
+				msg = strings.TrimSpace(sn.End.Type + " " + sn.End.ErrCode + " " + sn.End.Message)
+			}
+			send("done", map[string]any{"exit_code": code, "message": msg, "duration_ms": sn.End.DurationMS, "files": s.pgFileList(ss)})
+			return
+		}
+	}
+}
