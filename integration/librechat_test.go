@@ -136,6 +136,9 @@ func TestLibreChatWire(t *testing.T) {
 	if c != 200 || v["stdout"] != "42\n" || v["session_id"] == "" {
 		t.Fatalf("//exec with a JWT: %d %v", c, v)
 	}
+	if st, _ := v["stats"].(map[string]any); st == nil || st["wall_time_ms"] == nil || st["cpu_ms"] == nil || st["memory_bytes"].(float64) < 1<<20 {
+		t.Errorf("exec stats (cpu, memory, wall time): %v", v["stats"])
+	}
 	if c, v, _ := do("POST", base+"/exec", execBody("cobol", "x"), key); c != 400 || v["error"] != "Unsupported language: cobol" {
 		t.Fatalf("an unsupported language: %d %v", c, v)
 	}

@@ -391,12 +391,17 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 	lc.mu.Lock()
 	_ = lc.writeIndex(ss, idx)
 	lc.mu.Unlock()
+	stats := map[string]any{}
 	wall := int64(0)
 	if sn.End != nil {
 		wall = sn.End.DurationMS
+		stats["wall_time_ms"] = wall
+		if sn.End.CPUMS > 0 || sn.End.MaxRSSBytes > 0 {
+			stats["cpu_ms"], stats["memory_bytes"] = sn.End.CPUMS, sn.End.MaxRSSBytes
+		}
 	}
 	resp := map[string]any{"session_id": ss.ID, "stdout": toValidUTF8(stdout.String()), "stderr": toValidUTF8(stderr.String()),
-		"files": files, "code": exit, "wall_time": wall, "stats": map[string]any{"wall_time_ms": wall}}
+		"files": files, "code": exit, "wall_time": wall, "stats": stats}
 	if signal != "" {
 		resp["signal"] = signal
 	}

@@ -425,6 +425,9 @@ func codeResult(sn executions.Snapshot, sessionID, note string) map[string]any {
 	r["stdout"] = toValidUTF8(string(stdout))
 	if sn.End != nil {
 		r["execution_time_ms"] = float64(sn.End.DurationMS)
+		if sn.End.MaxRSSBytes > 0 {
+			r["memory_used_bytes"] = sn.End.MaxRSSBytes
+		}
 		switch sn.End.Type {
 		case runner.EventTimeout:
 			r["exit_code"] = -1

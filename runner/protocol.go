@@ -172,6 +172,11 @@ type Event struct {
 	// terminal events: streams whose output was cut at max_output_bytes
 	Truncated []string `json:"truncated,omitempty"`
 
+	// exit: what the sandbox used (Linux: the rusage of bwrap, which
+	// includes every process reaped inside it)
+	CPUMS       int64 `json:"cpu_ms,omitempty"`
+	MaxRSSBytes int64 `json:"max_rss_bytes,omitempty"`
+
 	// violation
 	Violation *Violation `json:"violation,omitempty"`
 }

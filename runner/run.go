@@ -93,9 +93,11 @@ type sandboxProc interface {
 }
 
 type procResult struct {
-	code int
-	sig  int
-	err  *Error // the sandbox itself failed (not the command)
+	code   int
+	sig    int
+	err    *Error // the sandbox itself failed (not the command)
+	cpuMS  int64  // user + system CPU of the whole sandbox (every process reaped in it)
+	maxRSS int64  // the largest resident set of any of its processes, bytes
 }
 
 // Start validates spec, builds the sandbox and starts the command. Events go
@@ -382,7 +384,7 @@ func (r *Run) terminalEvent(res procResult) Event {
 	case reason == EventCancelled:
 		return Event{Type: EventCancelled, DurationMS: dur, Truncated: trunc}
 	}
-	e := Event{Type: EventExit, ExitCode: res.code, DurationMS: dur, Truncated: trunc}
+	e := Event{Type: EventExit, ExitCode: res.code, DurationMS: dur, Truncated: trunc, CPUMS: res.cpuMS, MaxRSSBytes: res.maxRSS}
 	if res.sig > 0 {
 		e.Signal = signalName(syscall.Signal(res.sig))
 	}

@@ -311,6 +311,12 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 			if p.exitCode > 128 && p.exitCode < 128+65 {
 				p.res.sig = p.exitCode - 128
 			}
+			if cmd.ProcessState != nil {
+				if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+					p.res.cpuMS = (ru.Utime.Nano() + ru.Stime.Nano()) / 1e6
+					p.res.maxRSS = ru.Maxrss << 10
+				}
+			}
 		case p.killed:
 			p.res = procResult{code: 128 + int(syscall.SIGKILL), sig: int(syscall.SIGKILL)}
 		default:
