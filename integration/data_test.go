@@ -230,21 +230,7 @@ func testDataMarketingExample(t *testing.T, backend []string) {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
-	checks := 0
-	for _, line := range strings.Split(string(stdout), "\n") {
-		var c struct {
-			Check  string          `json:"check"`
-			OK     bool            `json:"ok"`
-			Detail json.RawMessage `json:"detail"`
-		}
-		if json.Unmarshal([]byte(line), &c) != nil {
-			continue
-		}
-		checks++
-		if !c.OK {
-			t.Errorf("example check %q failed: %s", c.Check, c.Detail)
-		}
-	}
+	checks := nodeChecks(t, "example", stdout)
 	if err != nil || checks < 20 {
 		t.Fatalf("run.mjs: %v (%d checks)\n%s\nstderr: %s\nserver: %s", err, checks, stdout, stderr.String(), s.logs.String())
 	}

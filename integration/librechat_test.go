@@ -75,21 +75,7 @@ func TestLibreChatRealClients(t *testing.T) {
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
-			checks := 0
-			for _, line := range strings.Split(string(out), "\n") {
-				var c struct {
-					Check  string          `json:"check"`
-					OK     bool            `json:"ok"`
-					Detail json.RawMessage `json:"detail"`
-				}
-				if json.Unmarshal([]byte(line), &c) != nil {
-					continue
-				}
-				checks++
-				if !c.OK {
-					t.Errorf("%s check %q failed: %s", gen.name, c.Check, c.Detail)
-				}
-			}
+			checks := nodeChecks(t, gen.name, out)
 			if err != nil || checks < 7 {
 				t.Fatalf("librechat.cjs %s: %v (%d checks)\n%s\nstderr: %s", gen.name, err, checks, out, stderr.String())
 			}

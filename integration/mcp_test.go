@@ -112,6 +112,17 @@ func runClient(t *testing.T, dir string, args ...string) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	checks := nodeChecks(t, "client", out)
+	if err != nil || checks < 15 {
+		t.Fatalf("client.mjs %v: %v (%d checks)\nstderr: %s", args, err, checks, stderr.String())
+	}
+}
+
+// nodeChecks reads the JSON check lines a client script prints
+// ({"check", "ok", "detail"}), fails the test for each failed one, and
+// returns how many there were.
+func nodeChecks(t *testing.T, what string, out []byte) int {
+	t.Helper()
 	checks := 0
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -126,12 +137,10 @@ func runClient(t *testing.T, dir string, args ...string) {
 		}
 		checks++
 		if !c.OK {
-			t.Errorf("client check %q failed: %s", c.Check, c.Detail)
+			t.Errorf("%s check %q failed: %s", what, c.Check, c.Detail)
 		}
 	}
-	if err != nil || checks < 15 {
-		t.Fatalf("client.mjs %v: %v (%d checks)\nstderr: %s", args, err, checks, stderr.String())
-	}
+	return checks
 }
 
 func markerGone(t *testing.T, marker string) {

@@ -303,11 +303,7 @@ func (s *Server) handleRunPython(ctx context.Context, req mcp.CallToolRequest) (
 		return fromErr(err), nil
 	}
 	s.observe("run_python", "python", e)
-	sn := e.Wait(ctx, 0, true)
-	if !sn.State.Done() {
-		_ = e.Cancel(true)
-		sn = e.Wait(context.Background(), 0, true)
-	}
+	sn := waitEnd(ctx, e)
 	if sn.End != nil && sn.End.Type == runner.EventError {
 		// The sandbox could not run the code at all: say why, not a fake exit code.
 		s.cfg.Logger.Warn("run_python", "session_id", ss.ID, "run_id", runID, "error", sn.End.ErrCode, "message", sn.End.Message)
@@ -371,6 +367,30 @@ func missingModuleHint(stderr string) string {
 	return fmt.Sprintf("module %s is not available in the sandbox (the data profile has pandas, numpy, matplotlib, seaborn, scipy, openpyxl and reportlab, and runs without network access)", m[1])
 }
 
+// outputs concatenates an execution's stdout and stderr events.
+func outputs(sn executions.Snapshot) (stdout, stderr []byte) {
+	for _, e := range sn.Events {
+		switch e.Type {
+		case runner.EventStdout:
+			stdout = append(stdout, e.Data...)
+		case runner.EventStderr:
+			stderr = append(stderr, e.Data...)
+		}
+	}
+	return stdout, stderr
+}
+
+// waitEnd waits for e to end; if ctx ends first (the caller went away),
+// the execution is cancelled and its end awaited.
+func waitEnd(ctx context.Context, e *executions.Execution) executions.Snapshot {
+	sn := e.Wait(ctx, 0, true)
+	if !sn.State.Done() {
+		_ = e.Cancel(true)
+		sn = e.Wait(context.Background(), 0, true)
+	}
+	return sn
+}
+
 func networkDecisions(sn executions.Snapshot) []string {
 	var out []string
 	for _, e := range sn.Events {
@@ -383,15 +403,7 @@ func networkDecisions(sn executions.Snapshot) []string {
 
 // runResult is seed 000's run_python response.
 func (s *Server) runResult(ss *executions.Session, runID string, sn executions.Snapshot, before executions.Listing) map[string]any {
-	var stdout, stderr []byte
-	for _, e := range sn.Events {
-		switch e.Type {
-		case runner.EventStdout:
-			stdout = append(stdout, e.Data...)
-		case runner.EventStderr:
-			stderr = append(stderr, e.Data...)
-		}
-	}
+	stdout, stderr := outputs(sn)
 	trunc := map[string]bool{}
 	for _, t := range sn.Truncated {
 		trunc[t] = true

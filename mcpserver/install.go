@@ -124,20 +124,11 @@ func (s *Server) handleInstall(ctx context.Context, req mcp.CallToolRequest) (*m
 		return fromErr(err), nil
 	}
 	s.observe("install_package", "python", e)
-	sn := e.Wait(ctx, 0, true)
-	if !sn.State.Done() {
-		_ = e.Cancel(true)
-		sn = e.Wait(context.Background(), 0, true)
-	}
+	sn := waitEnd(ctx, e)
+	out, errOut := outputs(sn)
 	var stdout, stderr strings.Builder
-	for _, ev := range sn.Events {
-		switch ev.Type {
-		case runner.EventStdout:
-			stdout.Write(ev.Data)
-		case runner.EventStderr:
-			stderr.Write(ev.Data)
-		}
-	}
+	stdout.Write(out)
+	stderr.Write(errOut)
 	decisions := networkDecisions(sn)
 	s.audit(ss, map[string]any{"op": "install_package", "package": spec, "network": decisions, "exit_code": exitCode(sn)})
 	if sn.End == nil || sn.End.Type != runner.EventExit || sn.End.ExitCode != 0 {

@@ -337,21 +337,12 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lc.s.observe("librechat", rt.Language, e)
-	sn := e.Wait(r.Context(), 0, true)
-	if !sn.State.Done() {
-		_ = e.Cancel(true)
-		sn = e.Wait(r.Context(), 0, true)
-	}
+	sn := waitEnd(r.Context(), e)
 	ss.Release()
+	out, errOut := outputs(sn)
 	var stdout, stderr strings.Builder
-	for _, ev := range sn.Events {
-		switch ev.Type {
-		case runner.EventStdout:
-			stdout.Write(ev.Data)
-		case runner.EventStderr:
-			stderr.Write(ev.Data)
-		}
-	}
+	stdout.Write(out)
+	stderr.Write(errOut)
 	for _, n := range notes {
 		stderr.WriteString(n + "\n")
 	}

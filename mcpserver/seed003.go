@@ -98,20 +98,11 @@ func (s *Server) handleRunCode(ctx context.Context, req mcp.CallToolRequest) (*m
 		return fail(err.Error())
 	}
 	s.observe("run_code", rt.Language, e)
-	sn := e.Wait(ctx, 0, true)
-	if !sn.State.Done() {
-		_ = e.Cancel(true)
-		sn = e.Wait(context.Background(), 0, true)
-	}
+	sn := waitEnd(ctx, e)
+	out, errOut := outputs(sn)
 	var stdout, stderr strings.Builder
-	for _, ev := range sn.Events {
-		switch ev.Type {
-		case runner.EventStdout:
-			stdout.Write(ev.Data)
-		case runner.EventStderr:
-			stderr.Write(ev.Data)
-		}
-	}
+	stdout.Write(out)
+	stderr.Write(errOut)
 	output := stdout.String()
 	if se := stderr.String(); se != "" {
 		if output != "" && !strings.HasSuffix(output, "\n") {

@@ -412,15 +412,7 @@ func markCompileError(r map[string]any, sn executions.Snapshot, rt *profiles.Run
 // execution_time_ms, truncated) plus seed 002's execution fields.
 func codeResult(sn executions.Snapshot, sessionID, note string) map[string]any {
 	r := result(sn)
-	var stdout, stderr []byte
-	for _, e := range sn.Events {
-		switch e.Type {
-		case runner.EventStdout:
-			stdout = append(stdout, e.Data...)
-		case runner.EventStderr:
-			stderr = append(stderr, e.Data...)
-		}
-	}
+	stdout, stderr := outputs(sn)
 	r["session_id"] = sessionID
 	r["stdout"] = toValidUTF8(string(stdout))
 	if sn.End != nil {
