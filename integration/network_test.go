@@ -192,7 +192,7 @@ func TestNetworkCurlAllowedAndDenied(t *testing.T) {
 	} {
 		r := nwRun(t, cwd, flags, "curl", "-sS", "--noproxy", "", "-o", "/dev/stdout", "-w", "\n%{http_code}", tc.url)
 		if !strings.HasSuffix(r.stdout, "403") || !strings.Contains(r.stdout, "blocked") {
-			t.Fatalf("%s: want a 403 naming the block, got %q (code %d)", tc.url, r.stdout, r.code)
+			t.Fatalf("%s: want a 403 naming the block, got %q (code %d, stderr %q)", tc.url, r.stdout, r.code, r.stderr)
 		}
 		if !r.hasDecision("deny " + tc.host) {
 			t.Fatalf("%s: no deny event for %s: %v", tc.url, tc.host, r.netDecisions())

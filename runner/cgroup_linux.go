@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -172,13 +173,19 @@ func (c *sandboxCgroup) remove() {
 	}
 }
 
-// sweepStale removes empty execution cgroups left by crashed runners.
+// sweepStale removes empty execution cgroups left by crashed runners. A
+// cgroup another runner has just made is empty too until its sandbox moves
+// in, so only those older than a minute go.
 func sweepStale(parent string) {
 	ents, _ := os.ReadDir(parent)
 	for _, e := range ents {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "srt-mcp-") {
-			_ = os.Remove(filepath.Join(parent, e.Name())) // EBUSY while in use
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "srt-mcp-") {
+			continue
 		}
+		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < time.Minute {
+			continue
+		}
+		_ = os.Remove(filepath.Join(parent, e.Name())) // EBUSY while in use
 	}
 }
 
