@@ -57,10 +57,12 @@ clients:
 	@command -v npm >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm)
 	cd integration/mcpclient && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 
-# Set up and run: check the host, then run a command in the sandbox.
+# Set up and run: check the host, then serve MCP (and the playground, the
+# LibreChat API, health and metrics) on http://127.0.0.1:8080 with the
+# embedded defaults, until Ctrl-C.
 run: deps build
 	./$(BIN) doctor
-	./$(BIN) exec -- /usr/bin/python3 -c 'import platform; print("hello from the sandbox, python", platform.python_version())'
+	./$(BIN) serve
 
 # Set up and run every test: static checks, unit tests, and the black-box
 # integration suite against the built binary, as root and as nobody; as
