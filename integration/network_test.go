@@ -182,6 +182,16 @@ func TestNetworkCurlAllowedAndDenied(t *testing.T) {
 	if !r.hasDecision("allow pkgs.test:" + srv.port) {
 		t.Fatalf("no allow event: %v", r.netDecisions())
 	}
+	// The run's last violation event says what the proxy carried.
+	var transfer map[string]any
+	for _, e := range r.events {
+		if v, ok := e["violation"].(map[string]any); ok && v["decision"] == "transfer" {
+			transfer = v
+		}
+	}
+	if transfer == nil || transfer["bytes_out"].(float64) < 50 || transfer["bytes_in"].(float64) < float64(len("hello-from-host")) {
+		t.Fatalf("no transfer totals: %v", transfer)
+	}
 
 	before := srv.hits.Load()
 	for _, tc := range []struct{ url, host string }{

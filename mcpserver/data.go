@@ -394,7 +394,7 @@ func waitEnd(ctx context.Context, e *executions.Execution) executions.Snapshot {
 func networkDecisions(sn executions.Snapshot) []string {
 	var out []string
 	for _, e := range sn.Events {
-		if v := e.Violation; v != nil && v.Kind == "network" {
+		if v := e.Violation; v != nil && v.Kind == "network" && v.Decision != "transfer" {
 			out = append(out, fmt.Sprintf("%s %s:%d", v.Decision, v.Host, v.Port))
 		}
 	}

@@ -28,6 +28,7 @@ type metrics struct {
 	duration  *prometheus.HistogramVec
 	decisions *prometheus.CounterVec
 	output    *prometheus.CounterVec
+	proxied   *prometheus.CounterVec
 }
 
 func (s *Server) initMetrics() {
@@ -42,7 +43,9 @@ func (s *Server) initMetrics() {
 		Help: "Network requests the sandboxes' proxy allowed or denied."}, []string{"decision"})
 	m.output = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "srtmcp_output_bytes_total",
 		Help: "Bytes of stdout and stderr the executions produced."}, []string{"stream"})
-	m.reg.MustRegister(m.execs, m.duration, m.decisions, m.output,
+	m.proxied = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "srtmcp_proxy_bytes_total",
+		Help: "Bytes the sandboxes' proxy carried to (out) and from (in) upstream servers."}, []string{"direction"})
+	m.reg.MustRegister(m.execs, m.duration, m.decisions, m.output, m.proxied,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "srtmcp_executions_running", Help: "Executions running now."},
 			func() float64 { return float64(s.mgr.Running()) }),
@@ -76,6 +79,9 @@ func (s *Server) observe(kind, language string, e *executions.Execution) {
 			switch {
 			case ev.Type == runner.EventStdout || ev.Type == runner.EventStderr:
 				s.metrics.output.WithLabelValues(ev.Type).Add(float64(len(ev.Data)))
+			case ev.Violation != nil && ev.Violation.Kind == "network" && ev.Violation.Decision == "transfer":
+				s.metrics.proxied.WithLabelValues("out").Add(float64(ev.Violation.BytesOut))
+				s.metrics.proxied.WithLabelValues("in").Add(float64(ev.Violation.BytesIn))
 			case ev.Violation != nil && ev.Violation.Kind == "network":
 				s.metrics.decisions.WithLabelValues(ev.Violation.Decision).Inc()
 			}

@@ -16,11 +16,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/srt-mcp/srt-mcp/policy"
@@ -72,6 +74,8 @@ type Proxy struct {
 	listeners []net.Listener
 	conns     map[net.Conn]struct{}
 	closed    bool
+
+	bytesOut, bytesIn atomic.Int64 // upstream traffic, all connections
 }
 
 // New checks cfg and returns a Proxy that serves nothing yet.
@@ -265,8 +269,67 @@ func isZero(b []byte) bool {
 
 func (p *Proxy) dial(ctx context.Context, t target) (net.Conn, error) {
 	d := net.Dialer{Timeout: p.cfg.DialTimeout, KeepAlive: 30 * time.Second}
-	return d.DialContext(ctx, "tcp", net.JoinHostPort(t.addr.String(), strconv.Itoa(t.port)))
+	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(t.addr.String(), strconv.Itoa(t.port)))
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, p: p}, nil
 }
+
+// countingConn counts the bytes of an upstream connection.
+type countingConn struct {
+	net.Conn
+	p *Proxy
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.p.bytesIn.Add(int64(n))
+	return n, err
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.p.bytesOut.Add(int64(n))
+	return n, err
+}
+
+// ReadFrom and WriteTo keep the kernel's zero-copy paths (splice) of the
+// TCP connection underneath; CloseWrite keeps half-closes working.
+func (c *countingConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		n, err := rf.ReadFrom(r)
+		c.p.bytesOut.Add(n)
+		return n, err
+	}
+	return io.Copy(struct{ io.Writer }{c}, r)
+}
+
+func (c *countingConn) WriteTo(w io.Writer) (int64, error) {
+	if wt, ok := c.Conn.(io.WriterTo); ok {
+		n, err := wt.WriteTo(w)
+		c.p.bytesIn.Add(n)
+		return n, err
+	}
+	return io.Copy(w, struct{ io.Reader }{c})
+}
+
+func (c *countingConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Conn.Close()
+}
+
+func (c *countingConn) CloseRead() error {
+	if cr, ok := c.Conn.(interface{ CloseRead() error }); ok {
+		return cr.CloseRead()
+	}
+	return nil
+}
+
+// Bytes returns how many bytes went to upstream servers and came back.
+func (p *Proxy) Bytes() (out, in int64) { return p.bytesOut.Load(), p.bytesIn.Load() }
 
 // tokenOK checks an HTTP Proxy-Authorization header (Basic, any user, the
 // token as password).

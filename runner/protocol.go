@@ -185,13 +185,17 @@ type Event struct {
 // decisions, allowed) so the caller can tell why a command failed.
 type Violation struct {
 	Kind     string `json:"kind"`               // "network" or "filesystem"
-	Decision string `json:"decision"`           // "deny" or "allow"
+	Decision string `json:"decision"`           // "deny", "allow", or "transfer" (totals)
 	Host     string `json:"host,omitempty"`     // network
 	Port     int    `json:"port,omitempty"`     // network
 	Path     string `json:"path,omitempty"`     // filesystem
 	Rule     string `json:"rule,omitempty"`     // the rule that decided
 	Action   string `json:"action,omitempty"`   // what srt-mcp did, e.g. "removed"
 	Protocol string `json:"protocol,omitempty"` // "http", "connect", "socks5"
+	// Decision "transfer", once at the end of a run that used the proxy:
+	// the bytes it carried to and from upstream servers.
+	BytesOut int64 `json:"bytes_out,omitempty"`
+	BytesIn  int64 `json:"bytes_in,omitempty"`
 }
 
 // Terminal reports whether the event ends the stream.

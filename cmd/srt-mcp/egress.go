@@ -42,7 +42,21 @@ func egress(n policy.Network, token string, httpL, socksL net.Listener, report f
 	}
 	go p.ServeHTTP(httpL)
 	go p.ServeSOCKS(socksL)
-	return p, nil
+	return &egressCloser{p: p, report: report}, nil
+}
+
+// egressCloser stops the proxy and reports what it carried.
+type egressCloser struct {
+	p      *netproxy.Proxy
+	report func(runner.Violation)
+}
+
+func (e *egressCloser) Close() error {
+	err := e.p.Close()
+	if out, in := e.p.Bytes(); out+in > 0 {
+		e.report(runner.Violation{Kind: "network", Decision: "transfer", BytesOut: out, BytesIn: in})
+	}
+	return err
 }
 
 // hostsResolver answers the operator's pinned names, then asks the system.
