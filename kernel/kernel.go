@@ -250,6 +250,20 @@ func (k *Kernel) Request(op string, fields map[string]any, onFrame func(Frame)) 
 func (k *Kernel) Lock()   { k.busy.Lock() }
 func (k *Kernel) Unlock() { k.busy.Unlock() }
 
+// lockCtx is Lock, giving up when ctx ends (a cell may run for minutes).
+func (k *Kernel) lockCtx(ctx context.Context) error {
+	for !k.TryLock() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the kernel is running a cell: %w", ctx.Err())
+		case <-k.dead:
+			return ErrDead
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
 // TryLock is Lock without waiting.
 func (k *Kernel) TryLock() bool { return k.busy.TryLock() }
 
@@ -259,7 +273,9 @@ func (k *Kernel) Interrupt() error { return k.h.Signal(syscall.SIGINT) }
 // Info asks the kernel for its variables, modules, execution count and
 // memory (real introspection of its namespace).
 func (k *Kernel) Info(ctx context.Context) (Frame, error) {
-	k.Lock()
+	if err := k.lockCtx(ctx); err != nil {
+		return Frame{}, err
+	}
 	defer k.Unlock()
 	got := make(chan Frame, 4)
 	if _, err := k.Request("info", nil, func(f Frame) { got <- f }); err != nil {
@@ -286,7 +302,9 @@ func (k *Kernel) Info(ctx context.Context) (Frame, error) {
 // Preload imports modules into the kernel's module cache without binding
 // them in the user's namespace (a warm pool's head start).
 func (k *Kernel) Preload(ctx context.Context, modules []string) error {
-	k.Lock()
+	if err := k.lockCtx(ctx); err != nil {
+		return err
+	}
 	defer k.Unlock()
 	got := make(chan Frame, 16)
 	if _, err := k.Request("preload", map[string]any{"modules": modules}, func(f Frame) { got <- f }); err != nil {

@@ -219,6 +219,12 @@ func TestCancelAndBusy(t *testing.T) {
 	if _, err := RunCell(k, "1", CellOptions{}, func(runner.Event) {}); err != ErrBusy {
 		t.Fatalf("a second cell while one runs: %v", err)
 	}
+	ictx, icancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	start := time.Now()
+	if _, err := k.Info(ictx); err == nil || time.Since(start) > 2*time.Second {
+		t.Fatalf("Info during a cell must give up with its context: %v after %v", err, time.Since(start))
+	}
+	icancel()
 	time.Sleep(200 * time.Millisecond)
 	c.Cancel(false)
 	select {

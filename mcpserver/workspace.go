@@ -643,7 +643,7 @@ func (s *Server) handleWorkspaceInfo(ctx context.Context, req mcp.CallToolReques
 	k := s.ws.kernels[ss.ID][a.Language]
 	s.ws.mu.Unlock()
 	if k != nil && k.Alive() {
-		ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		ictx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		info, err := k.Info(ictx)
 		cancel()
 		if err != nil {
