@@ -28,6 +28,7 @@ import (
 
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/profiles"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
@@ -329,20 +330,34 @@ func (s *Server) handleRunPython(ctx context.Context, req mcp.CallToolRequest) (
 // dataSpec is the sandbox of a data session's run: the workspace at
 // /mnt/data, no network, seed 000's limits under the operator's ceiling.
 func (s *Server) dataSpec(ss *executions.Session, argv []string) runner.Spec {
-	p := s.cfg.Ceiling
-	p.Network = policy.Network{} // seed 000: no egress from a data session
-	p.Filesystem = policy.Filesystem{DenyRead: s.cfg.Ceiling.Filesystem.DenyRead}
-	p.Limits.Timeout = policy.Duration(s.data.ExecTimeout)
-	p.Limits.MaxOutputBytes = s.data.MaxOutputBytes
 	return runner.Spec{
 		Version: runner.SpecVersion,
 		Argv:    argv,
 		Cwd:     executions.WorkspaceMount,
 		Home:    s.cfg.Home,
-		Policy:  p,
+		Policy:  s.dataPolicy(s.data.ExecTimeout),
 		Stdin:   runner.StdinNull,
 		Hide:    s.cfg.Hide,
 	}
+}
+
+// dataPolicy is the policy of code runs: no network, no host paths beyond
+// the system view (the operator's deny_read kept), the operator's limits
+// with the data profile's timeout and output cap.
+func (s *Server) dataPolicy(timeout time.Duration) policy.Policy {
+	p := s.cfg.Ceiling
+	p.Network = policy.Network{} // seed 000: no egress from a data session
+	p.Filesystem = policy.Filesystem{DenyRead: s.cfg.Ceiling.Filesystem.DenyRead}
+	p.Limits.Timeout = policy.Duration(timeout)
+	p.Limits.MaxOutputBytes = s.data.MaxOutputBytes
+	return p
+}
+
+// scriptSpec runs code of a registry language in the session's sandbox.
+func (s *Server) scriptSpec(ss *executions.Session, rt *profiles.Runtime, code string, timeout time.Duration) runner.Spec {
+	spec := s.dataSpec(ss, rt.Argv(code))
+	spec.Policy.Limits.Timeout = policy.Duration(timeout)
+	return spec
 }
 
 // dataPackages are the Debian packages of the Python data profile.

@@ -41,7 +41,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/srt-mcp/srt-mcp/executions"
-	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
@@ -328,9 +327,7 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 		lcError(w, http.StatusConflict, err.Error())
 		return
 	}
-	spec := lc.s.dataSpec(ss, []string{"/bin/bash", "-c", rt.Script(), "srt-run", req.Code})
-	spec.Policy.Limits.Timeout = policy.Duration(lc.s.data.ExecTimeout)
-	e, err := lc.s.mgr.StartWith(dataOwner(ss.ID), "librechat exec "+rt.Language, spec, lc.s.starter(ss))
+	e, err := lc.s.mgr.StartWith(dataOwner(ss.ID), "librechat exec "+rt.Language, lc.s.scriptSpec(ss, rt, req.Code, lc.s.data.ExecTimeout), lc.s.starter(ss))
 	if err != nil {
 		ss.Release()
 		lcError(w, http.StatusServiceUnavailable, err.Error())
@@ -351,7 +348,7 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 		switch end.Type {
 		case runner.EventExit:
 			exit, signal = end.ExitCode, end.Signal
-			if exit == 86 && rt.Compile != "" {
+			if rt.CompileFailed(exit) {
 				stderr.WriteString(rt.Language + ": compilation failed\n")
 			}
 		case runner.EventTimeout:

@@ -17,7 +17,6 @@ import (
 
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/playground"
-	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
@@ -160,9 +159,7 @@ func (s *Server) pgRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer ss.Release()
-	spec := s.dataSpec(ss, []string{"/bin/bash", "-c", rt.Script(), "srt-run", req.Code})
-	spec.Policy.Limits.Timeout = policy.Duration(s.data.ExecTimeout)
-	e, err := s.mgr.StartWith(dataOwner(ss.ID), "playground "+rt.Language, spec, s.starter(ss))
+	e, err := s.mgr.StartWith(dataOwner(ss.ID), "playground "+rt.Language, s.scriptSpec(ss, rt, req.Code, s.data.ExecTimeout), s.starter(ss))
 	if err != nil {
 		lcError(w, http.StatusServiceUnavailable, err.Error())
 		return
@@ -197,7 +194,7 @@ func (s *Server) pgRun(w http.ResponseWriter, r *http.Request) {
 			switch sn.End.Type {
 			case runner.EventExit:
 				code = sn.End.ExitCode
-				if code == 86 && rt.Compile != "" {
+				if rt.CompileFailed(code) {
 					msg = "compilation failed"
 				}
 			case runner.EventTimeout:

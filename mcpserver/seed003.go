@@ -16,7 +16,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/srt-mcp/srt-mcp/executions"
-	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
@@ -91,9 +90,7 @@ func (s *Server) handleRunCode(ctx context.Context, req mcp.CallToolRequest) (*m
 		return fail(err.Error())
 	}
 	defer ss.Release()
-	spec := s.dataSpec(ss, []string{"/bin/bash", "-c", rt.Script(), "srt-run", a.Code})
-	spec.Policy.Limits.Timeout = policy.Duration(s.data.ExecTimeout)
-	e, err := s.mgr.StartWith(dataOwner(ss.ID), "sandbox.run_code "+rt.Language, spec, s.starter(ss))
+	e, err := s.mgr.StartWith(dataOwner(ss.ID), "sandbox.run_code "+rt.Language, s.scriptSpec(ss, rt, a.Code, s.data.ExecTimeout), s.starter(ss))
 	if err != nil {
 		return fail(err.Error())
 	}
@@ -117,7 +114,7 @@ func (s *Server) handleRunCode(ctx context.Context, req mcp.CallToolRequest) (*m
 			output += fmt.Sprintf("\nExecution timed out after %g seconds", sn.End.TimeoutSeconds)
 		case sn.End.Type == runner.EventError:
 			output += "\n" + sn.End.ErrCode + ": " + sn.End.Message
-		case sn.End.Type == runner.EventExit && sn.End.ExitCode == 86 && rt.Compile != "":
+		case sn.End.Type == runner.EventExit && rt.CompileFailed(sn.End.ExitCode):
 			output += "\n" + rt.Language + ": compilation failed"
 		}
 	}

@@ -21,7 +21,6 @@ import (
 
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/kernel"
-	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/profiles"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
@@ -306,9 +305,7 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 	} else {
 		// A language without a kernel: compiled (if it needs it) and run in
 		// the session's sandbox, with its files.
-		spec := s.dataSpec(ss, []string{"/bin/bash", "-c", rt.Script(), "srt-run", a.Code})
-		spec.Policy.Limits.Timeout = policy.Duration(timeout)
-		e, err = s.mgr.StartWith(owner, firstLine(a.Code), spec, s.starter(ss))
+		e, err = s.mgr.StartWith(owner, firstLine(a.Code), s.scriptSpec(ss, rt, a.Code, timeout), s.starter(ss))
 	}
 	if err == nil {
 		kind := "script"
@@ -374,13 +371,8 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 // runStateless runs the code once in a fresh sandbox (no kernel, no
 // session), with seed 001's result.
 func (s *Server) runStateless(ctx context.Context, req mcp.CallToolRequest, a execArgs, rt *profiles.Runtime, timeout time.Duration, owner string, async bool) (*mcp.CallToolResult, error) {
-	p := s.cfg.Ceiling
-	p.Network = policy.Network{}
-	p.Filesystem = policy.Filesystem{DenyRead: s.cfg.Ceiling.Filesystem.DenyRead}
-	p.Limits.Timeout = policy.Duration(timeout)
-	p.Limits.MaxOutputBytes = s.data.MaxOutputBytes
-	spec := runner.Spec{Version: runner.SpecVersion, Argv: []string{"/bin/bash", "-c", rt.Script(), "srt-run", a.Code}, Cwd: runner.SandboxTmp, PrivateCwd: true,
-		Home: s.cfg.Home, Policy: p, Stdin: runner.StdinNull, Hide: s.cfg.Hide, Env: map[string]string{"MPLBACKEND": "Agg"}}
+	spec := runner.Spec{Version: runner.SpecVersion, Argv: rt.Argv(a.Code), Cwd: runner.SandboxTmp, PrivateCwd: true,
+		Home: s.cfg.Home, Policy: s.dataPolicy(timeout), Stdin: runner.StdinNull, Hide: s.cfg.Hide, Env: map[string]string{"MPLBACKEND": "Agg"}}
 	e, err := s.mgr.Start(owner, firstLine(a.Code), spec)
 	if err != nil {
 		return toolError("too_many_executions", err.Error()), nil
@@ -401,7 +393,7 @@ func (s *Server) runStateless(ctx context.Context, req mcp.CallToolRequest, a ex
 
 // markCompileError reports a failed compile step as such.
 func markCompileError(r map[string]any, sn executions.Snapshot, rt *profiles.Runtime) {
-	if rt.Compile != "" && sn.End != nil && sn.End.Type == runner.EventExit && sn.End.ExitCode == profiles.CompileErrorExit {
+	if sn.End != nil && sn.End.Type == runner.EventExit && rt.CompileFailed(sn.End.ExitCode) {
 		r["exit_code"] = 1
 		r["compile_error"] = true
 		r["stderr"] = strings.TrimRight(r["stderr"].(string), "\n") + "\n" + rt.Language + ": compilation failed"

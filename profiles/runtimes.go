@@ -153,6 +153,17 @@ func (r *Runtimes) Names() []string {
 // step failed (the compiler's own output is on stderr).
 const CompileErrorExit = 86
 
+// Argv runs code with this runtime (see Script).
+func (rt *Runtime) Argv(code string) []string {
+	return []string{"/bin/bash", "-c", rt.Script(), "srt-run", code}
+}
+
+// CompileFailed reports whether a run's exit status means its compile
+// step failed.
+func (rt *Runtime) CompileFailed(exitCode int) bool {
+	return rt.Compile != "" && exitCode == CompileErrorExit
+}
+
 // Script is the bash script that writes the code (its $1) to the runtime's
 // file in a fresh directory, compiles it there if the language needs it,
 // and runs it from the directory it was started in (the workspace).
