@@ -246,8 +246,8 @@ func (k *Kernel) Request(op string, fields map[string]any, onFrame func(Frame)) 
 	return id, nil
 }
 
-// Lock serialises requests (one cell at a time); Unlock releases it.
-func (k *Kernel) Lock()   { k.busy.Lock() }
+// Unlock releases the kernel taken by TryLock or lockCtx (one request at
+// a time).
 func (k *Kernel) Unlock() { k.busy.Unlock() }
 
 // lockCtx is Lock, giving up when ctx ends (a cell may run for minutes).

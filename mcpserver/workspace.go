@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -515,16 +514,6 @@ func (s *Server) handleListRuntimes(ctx context.Context, req mcp.CallToolRequest
 		lines = append(lines, fmt.Sprintf("%s (%s): %s", rt.Language, rt.Found, state))
 	}
 	return mcp.NewToolResultStructured(map[string]any{"runtimes": rts}, strings.Join(lines, "\n")), nil
-}
-
-func hostVersion(argv ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("%s is not usable on this host: %v", argv[0], err)
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 func (s *Server) handleCreateSession(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
