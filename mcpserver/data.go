@@ -382,6 +382,41 @@ func missingModuleHint(stderr string) string {
 	return fmt.Sprintf("module %s is not available in the sandbox (the data profile has pandas, numpy, matplotlib, seaborn, scipy, openpyxl and reportlab, and runs without network access)", m[1])
 }
 
+// holdSession keeps ss (acquired by the caller) busy while e runs:
+// closing the session cancels e; when e ends, onEnd runs, the audit line
+// (fields plus the end, exit code, duration and network decisions) is
+// written and the session released. The channel closes after that.
+func (s *Server) holdSession(ss *executions.Session, e *executions.Execution, fields map[string]any, onEnd func()) <-chan struct{} {
+	released := make(chan struct{})
+	unhook := ss.OnClose(func() { _ = e.Cancel(true) })
+	go func() {
+		<-e.Done()
+		unhook()
+		if onEnd != nil {
+			onEnd()
+		}
+		sn := e.Snapshot(0)
+		fields["execution_id"], fields["network"] = e.ID, networkDecisions(sn)
+		if sn.End != nil {
+			fields["end"], fields["exit_code"], fields["duration_ms"] = sn.End.Type, sn.End.ExitCode, sn.End.DurationMS
+		}
+		s.audit(ss, fields)
+		ss.Release()
+		close(released)
+	}()
+	return released
+}
+
+// artifactsSince lists, as seed 000's artifact objects, the files new or
+// changed in the session since before.
+func (s *Server) artifactsSince(ss *executions.Session, before executions.Listing) []map[string]any {
+	arts := []map[string]any{}
+	for _, f := range ss.Artifacts(before) {
+		arts = append(arts, s.artifactJSON(ss.ID, f))
+	}
+	return arts
+}
+
 // outputs concatenates an execution's stdout and stderr events.
 func outputs(sn executions.Snapshot) (stdout, stderr []byte) {
 	for _, e := range sn.Events {
@@ -440,9 +475,7 @@ func (s *Server) runResult(ss *executions.Session, runID string, sn executions.S
 	}
 	arts := []map[string]any{}
 	if code == 0 {
-		for _, f := range ss.Artifacts(before) {
-			arts = append(arts, s.artifactJSON(ss.ID, f))
-		}
+		arts = s.artifactsSince(ss, before)
 	}
 	res["exit_code"] = code
 	res["stdout"] = toValidUTF8(string(stdout))

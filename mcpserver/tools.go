@@ -372,28 +372,12 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 		if err == nil {
 			s.observe("command", "bash", e)
 		}
-		released := make(chan struct{}) // the session is free again
-		if ss != nil {
-			if err != nil {
-				ss.Release()
-			} else {
-				unhook := ss.OnClose(func() { _ = e.Cancel(true) })
-				go func() {
-					<-e.Done()
-					unhook()
-					sn := e.Snapshot(0)
-					v := map[string]any{"op": "execute_code", "execution_id": e.ID, "code_bytes": len(a.Command), "code_sha256": sha([]byte(a.Command)),
-						"network": networkDecisions(sn)}
-					if sn.End != nil {
-						v["end"], v["exit_code"], v["duration_ms"] = sn.End.Type, sn.End.ExitCode, sn.End.DurationMS
-					}
-					s.audit(ss, v)
-					ss.Release()
-					close(released)
-				}()
-			}
-		} else {
-			close(released)
+		var released <-chan struct{} // the session is free again
+		switch {
+		case ss != nil && err != nil:
+			ss.Release()
+		case ss != nil:
+			released = s.holdSession(ss, e, map[string]any{"op": "execute_code", "code_bytes": len(a.Command), "code_sha256": sha([]byte(a.Command))}, nil)
 		}
 		if err != nil {
 			var le *executions.LimitError
@@ -413,7 +397,7 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 			// The client went away or cancelled the call: so does the run.
 			_ = e.Cancel(true)
 		}
-		if sn.State.Done() {
+		if sn.State.Done() && released != nil {
 			<-released // the caller's next call in this session must not find it busy
 		}
 		return structured(result(sn), summary(sn), sn.State == executions.StateFailed), nil

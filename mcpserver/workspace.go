@@ -321,21 +321,12 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 		}
 		return toolError("internal_error", err.Error()), nil
 	}
-	released := make(chan struct{})
-	go func() {
-		<-e.Done()
-		if cell != nil && cell.Restarted {
-			s.markRestarted(ss.ID, lang, "the previous cell ended by restarting the kernel: variables and imports are gone")
-		}
-		sn := e.Snapshot(0)
-		v := map[string]any{"op": "execute_code", "language": lang, "execution_id": e.ID, "code_bytes": len(a.Code), "code_sha256": sha([]byte(a.Code))}
-		if sn.End != nil {
-			v["end"], v["exit_code"], v["duration_ms"] = sn.End.Type, sn.End.ExitCode, sn.End.DurationMS
-		}
-		s.audit(ss, v)
-		ss.Release()
-		close(released)
-	}()
+	released := s.holdSession(ss, e, map[string]any{"op": "execute_code", "language": lang, "code_bytes": len(a.Code), "code_sha256": sha([]byte(a.Code))},
+		func() {
+			if cell != nil && cell.Restarted {
+				s.markRestarted(ss.ID, lang, "the previous cell ended by restarting the kernel: variables and imports are gone")
+			}
+		})
 	wait := !async && (a.WaitForCompletion == nil || *a.WaitForCompletion)
 	if !wait {
 		sn := e.Snapshot(0)
@@ -352,11 +343,7 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 	r := codeResult(sn, ss.ID, note)
 	markCompileError(r, sn, rt)
 	if sn.State.Done() && sn.End != nil && sn.End.Type == runner.EventExit && sn.End.ExitCode == 0 {
-		arts := []map[string]any{}
-		for _, f := range ss.Artifacts(before) {
-			arts = append(arts, s.artifactJSON(ss.ID, f))
-		}
-		if len(arts) > 0 {
+		if arts := s.artifactsSince(ss, before); len(arts) > 0 {
 			r["artifacts"] = arts
 		}
 	}
