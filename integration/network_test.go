@@ -288,14 +288,7 @@ func TestNetworkPythonUrllibAndSOCKS(t *testing.T) {
 }
 
 func TestNetworkPipIndex(t *testing.T) {
-	whl := nwWheel(t, "demo_pkg", "1.0", "def hello():\n    return 'hi from demo_pkg'\n")
-	name := "demo_pkg-1.0-py3-none-any.whl"
-	mux := http.NewServeMux()
-	mux.HandleFunc("/simple/demo-pkg/", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `<!DOCTYPE html><html><body><a href="/files/%s">%s</a></body></html>`, name, name)
-	})
-	mux.HandleFunc("/files/"+name, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(whl) })
-	srv := nwStart(t, mux, false)
+	srv := nwPackageIndex(t)
 	cwd := t.TempDir()
 	flags := append(pinned("pypi.test"), "--allow-domain", "pypi.test:"+srv.port)
 	r := nwRun(t, cwd, flags, "/usr/bin/python3", "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
@@ -309,6 +302,21 @@ func TestNetworkPipIndex(t *testing.T) {
 	if r.code == 0 || !r.hasDecision("deny pypi.test:"+srv.port) {
 		t.Fatalf("pip without permission: code %d %v\n%s", r.code, r.netDecisions(), r.stderr)
 	}
+}
+
+// nwPackageIndex serves a simple package index on loopback with one
+// package, demo-pkg 1.0 (module demo_pkg, hello() -> "hi from demo_pkg").
+func nwPackageIndex(t *testing.T) *nwServer {
+	t.Helper()
+	whl := nwWheel(t, "demo_pkg", "1.0", "def hello():\n    return 'hi from demo_pkg'\n")
+	name := "demo_pkg-1.0-py3-none-any.whl"
+	mux := http.NewServeMux()
+	mux.HandleFunc("/simple/demo-pkg/", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!DOCTYPE html><html><body><a href="/files/%s">%s</a></body></html>`, name, name)
+	})
+	mux.HandleFunc("/files/"+name, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(whl) })
+	srv := nwStart(t, mux, false)
+	return srv
 }
 
 // nwWheel builds a minimal pure-Python wheel.

@@ -6,7 +6,6 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -216,14 +215,7 @@ func testWorkspaceWarmPool(t *testing.T, backend []string) {
 func TestWorkspaceInstallPackage(t *testing.T) { forEachBackend(t, testWorkspaceInstallPackage) }
 
 func testWorkspaceInstallPackage(t *testing.T, backend []string) {
-	whl := nwWheel(t, "demo_pkg", "1.0", "def hello():\n    return 'hi from demo_pkg'\n")
-	name := "demo_pkg-1.0-py3-none-any.whl"
-	mux := http.NewServeMux()
-	mux.HandleFunc("/simple/demo-pkg/", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `<!DOCTYPE html><html><body><a href="/files/%s">%s</a></body></html>`, name, name)
-	})
-	mux.HandleFunc("/files/"+name, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(whl) })
-	srv := nwStart(t, mux, false)
+	srv := nwPackageIndex(t)
 	index := "http://pypi.test:" + srv.port + "/simple/"
 	d := startData(t, backend, append(pinned("pypi.test"), "--allow-domain", "pypi.test:"+srv.port, "--pip-index-url", index)...)
 	d.call("execute_code", map[string]any{"code": "before = 1", "language": "python"}) // the kernel runs before the install
