@@ -11,6 +11,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/srt-mcp/srt-mcp/nofollow"
 	"github.com/srt-mcp/srt-mcp/policy"
 )
 
@@ -69,6 +70,8 @@ type Plan struct {
 	// DenyWriteGlobs are absolute deny_write patterns; files the run creates
 	// that match them are removed by the sweep.
 	DenyWriteGlobs []string `json:"deny_write_globs,omitempty"`
+	// AllowGitConfig: .git/config is not a protected name.
+	AllowGitConfig bool `json:"allow_git_config,omitempty"`
 }
 
 // WritableRoot is one writable directory of the sandbox.
@@ -397,6 +400,7 @@ func (r *resolver) userRules(cwd string, plan *Plan) ([]rule, error) {
 		return nil
 	}
 	fsys := r.in.FS
+	plan.AllowGitConfig = fsys.AllowGitConfig
 	if err := add(kAllowRead, "allow_read", fsys.AllowRead); err != nil {
 		return nil, err
 	}
@@ -571,13 +575,33 @@ func checkReserved(p string) string {
 }
 
 // protectedRules finds the mandatory write-denied names that exist inside
-// the writable roots, and pins (self-binds) the directories between each
-// root and each protected path so they cannot be renamed away.
+// the writable roots (to policy.MandatoryDenySearchDepth), and pins
+// (self-binds) the directories between each root and each protected path,
+// and between each root and each deny_read or deny_write target inside it,
+// so that none can be renamed away: a rename of a mount point fails. A
+// protected name that is a symlink is not entered; when its target lies in
+// a writable root, the target is protected instead.
 func (r *resolver) protectedRules(rules []rule, states map[string]state) ([]rule, error) {
 	var out []rule
 	seen := map[string]bool{}
+	var roots []rule
 	for _, ru := range rules {
-		if !(ru.kind == kAllowWrite || ru.kind == kExtraRW) || states[ru.dst] != stRW || !ru.isDir || seen[ru.dst] {
+		if (ru.kind == kAllowWrite || ru.kind == kExtraRW) && states[ru.dst] == stRW && ru.isDir {
+			roots = append(roots, ru)
+		}
+	}
+	pin := func(root rule, dst string) {
+		rel, err := filepath.Rel(root.dst, dst)
+		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			return
+		}
+		for d := filepath.Dir(rel); d != "." && d != "/"; d = filepath.Dir(d) {
+			p := filepath.Join(root.dst, d)
+			out = append(out, rule{kind: kPin, src: filepath.Join(root.src, d), dst: p, isDir: true})
+		}
+	}
+	for _, ru := range roots {
+		if seen[ru.dst] {
 			continue
 		}
 		seen[ru.dst] = true
@@ -585,72 +609,130 @@ func (r *resolver) protectedRules(rules []rule, states map[string]state) ([]rule
 		if err != nil {
 			return nil, err
 		}
-		for _, rel := range found {
-			src, dst := filepath.Join(ru.src, rel), filepath.Join(ru.dst, rel)
-			fi, err := os.Stat(r.host(src))
-			if err != nil {
+		for _, f := range found {
+			src, dst := filepath.Join(ru.src, f.rel), filepath.Join(ru.dst, f.rel)
+			if f.link {
+				target, err := r.canonical(src)
+				if err != nil {
+					continue // dangling: nothing to protect
+				}
+				for _, w := range roots {
+					if policy.Within(target, w.src) && w.src == w.dst {
+						fi, err := os.Stat(r.host(target))
+						if err != nil {
+							break
+						}
+						out = append(out, rule{kind: kMandatory, src: target, dst: target, isDir: fi.IsDir()})
+						pin(w, target)
+						break
+					}
+				}
 				continue
 			}
-			out = append(out, rule{kind: kMandatory, src: src, dst: dst, isDir: fi.IsDir()})
-			for d := filepath.Dir(rel); d != "." && d != "/"; d = filepath.Dir(d) {
-				out = append(out, rule{kind: kPin, src: filepath.Join(ru.dst, d), dst: filepath.Join(ru.dst, d), isDir: true})
+			out = append(out, rule{kind: kMandatory, src: src, dst: dst, isDir: f.dir})
+			pin(ru, dst)
+		}
+	}
+	// deny_read and deny_write targets inside a writable root: their
+	// parents are pinned, so a run cannot move the target away and put
+	// something else (or nothing) at its name for this run or the next.
+	for _, ru := range rules {
+		if ru.kind != kDenyRead && ru.kind != kDenyWrite {
+			continue
+		}
+		var best *rule
+		for i := range roots {
+			if policy.Within(ru.dst, roots[i].dst) && ru.dst != roots[i].dst && (best == nil || depth(roots[i].dst) > depth(best.dst)) {
+				best = &roots[i]
 			}
+		}
+		if best != nil {
+			pin(*best, ru.dst)
 		}
 	}
 	return out, nil
 }
 
-// findProtected walks root (a host path) to MandatoryDenySearchDepth and
-// returns the relative paths of existing protected names. It does not follow
-// symlinked directories and does not descend into node_modules.
-func (r *resolver) findProtected(root string) ([]string, error) {
-	var found []string
+// protectedName is one protected name found in a writable root.
+type protectedName struct {
+	rel  string
+	dir  bool
+	link bool
+}
+
+// findProtected walks root (a canonical host path) to
+// MandatoryDenySearchDepth and returns the protected names that exist. It
+// never follows a link: a symlinked directory is not entered, a link with
+// a protected name is reported as a link.
+func (r *resolver) findProtected(root string) ([]protectedName, error) {
+	var found []protectedName
 	f := &r.in.FS
-	var walk func(rel string, depth int) error
-	walk = func(rel string, depth int) error {
-		dir := filepath.Join(root, rel)
-		ents, err := os.ReadDir(r.host(dir))
-		if err != nil {
-			return nil // unreadable: the sandbox cannot see into it either
-		}
-		r.scanned += len(ents)
-		if r.scanned > maxScan {
-			return errorf(ErrCodeInvalidPolicy, "more than %d entries under the writable paths while looking for protected files (.git/hooks, .bashrc, ...); narrow allow_write", maxScan)
-		}
-		for _, e := range ents {
-			name := e.Name()
+	top, err := nofollow.OpenDir(r.host(root))
+	if err != nil {
+		return nil, nil // unreadable or not what it was: the mount of it fails later
+	}
+	defer top.Close()
+	var walk func(dir *nofollow.Dir, rel string, depth int) error
+	walk = func(dir *nofollow.Dir, rel string, depth int) error {
+		var subdirs []string
+		var werr error
+		err := dir.ReadDir(func(e nofollow.Entry) error {
+			if r.scanned++; r.scanned > maxScan {
+				werr = errorf(ErrCodeInvalidPolicy, "more than %d entries under the writable paths while looking for protected files (.git/hooks, .bashrc, ...); narrow allow_write", maxScan)
+				return werr
+			}
+			name := e.Name
 			crel := filepath.Join(rel, name)
-			isGitFile := name == ".git" && e.Type().IsRegular()
+			isGitFile := name == ".git" && e.Type == 0
 			if f.IsMandatoryDenied(filepath.ToSlash(crel), isGitFile) {
-				found = append(found, crel)
-				continue
+				found = append(found, protectedName{rel: crel, dir: e.IsDir(), link: e.Type == fs.ModeSymlink})
+				return nil
 			}
-			if name == ".git" && e.IsDir() {
-				for _, sub := range []string{"hooks", "config"} {
-					srel := filepath.Join(crel, sub)
-					if _, err := os.Lstat(r.host(filepath.Join(root, srel))); err == nil && f.IsMandatoryDenied(filepath.ToSlash(srel), false) {
-						found = append(found, srel)
+			if name == ".git" && e.IsDir() || name == ".claude" && e.IsDir() {
+				subs := []string{"hooks", "config"}
+				if name == ".claude" {
+					subs = []string{"commands", "agents"}
+				}
+				sub, err := dir.Sub(name)
+				if err != nil {
+					return nil
+				}
+				for _, s := range subs {
+					srel := filepath.Join(crel, s)
+					if st, err := sub.Lstat(s); err == nil && f.IsMandatoryDenied(filepath.ToSlash(srel), false) {
+						found = append(found, protectedName{rel: srel, dir: st.IsDir(), link: st.Mode&fs.ModeSymlink != 0})
 					}
 				}
+				sub.Close()
+				if name == ".git" {
+					return nil
+				}
+			}
+			if e.IsDir() && depth < policy.MandatoryDenySearchDepth {
+				subdirs = append(subdirs, name)
+			}
+			return nil
+		})
+		if werr != nil {
+			return werr
+		}
+		if err != nil {
+			return nil
+		}
+		for _, name := range subdirs {
+			sub, err := dir.Sub(name)
+			if err != nil {
 				continue
 			}
-			if name == ".claude" && e.IsDir() {
-				for _, sub := range []string{"commands", "agents"} {
-					srel := filepath.Join(crel, sub)
-					if _, err := os.Lstat(r.host(filepath.Join(root, srel))); err == nil {
-						found = append(found, srel)
-					}
-				}
-			}
-			if e.IsDir() && depth < policy.MandatoryDenySearchDepth && name != "node_modules" {
-				if err := walk(crel, depth+1); err != nil {
-					return err
-				}
+			err = walk(sub, filepath.Join(rel, name), depth+1)
+			sub.Close()
+			if err != nil {
+				return err
 			}
 		}
 		return nil
 	}
-	if err := walk("", 0); err != nil {
+	if err := walk(top, "", 0); err != nil {
 		return nil, err
 	}
 	return found, nil
@@ -749,11 +831,12 @@ func evaluate(rules []rule) ([]Mount, map[string]state) {
 				st, src = stRO, d
 			}
 		}
-		pinned := has(kPin) != nil && st == stRW
+		pin := has(kPin)
+		pinned := pin != nil && st == stRW
 		states[dst] = st
 		switch {
 		case st == stRW && src == nil && pinned:
-			mounts = append(mounts, Mount{Kind: MountRW, Src: dst, Dst: dst})
+			mounts = append(mounts, Mount{Kind: MountRW, Src: pin.src, Dst: dst})
 		case st == stHidden:
 			if inh == stRO || inh == stRW {
 				if src.isDir {

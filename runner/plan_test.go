@@ -413,6 +413,7 @@ func TestPlanMandatoryNames(t *testing.T) {
 		"/home/u/proj/.bashrc", "/home/u/proj/.mcp.json", "/home/u/proj/.git/hooks", "/home/u/proj/.git/config",
 		"/home/u/proj/.vscode", "/home/u/proj/.claude/commands", "/home/u/proj/a/.zshrc", "/home/u/proj/a/b/.idea",
 		"/home/u/proj/a/b/c/.bashrc", "/home/u/proj/a/b/c/.git/hooks", "/home/u/proj/wt/.git",
+		"/home/u/proj/node_modules/.bashrc", "/home/u/proj/node_modules/x/.bashrc",
 	}
 	for _, pr := range protected {
 		wantMount(t, p, MountRO, pr, pr)
@@ -420,16 +421,16 @@ func TestPlanMandatoryNames(t *testing.T) {
 	if !sameStrings(p.Protected, protected) {
 		t.Errorf("Protected = %v\nwant        %v", p.Protected, protected)
 	}
-	// Deeper than three levels below the root, and inside node_modules, is
-	// not searched.
-	for _, deep := range []string{"/home/u/proj/a/b/c/d/.bashrc", "/home/u/proj/a/b/c/d/.git/hooks",
-		"/home/u/proj/node_modules/.bashrc", "/home/u/proj/node_modules/x/.bashrc"} {
+	// Deeper than three levels below the root is not searched (the sweep
+	// removes what a run creates or changes there); node_modules is
+	// searched like any directory.
+	for _, deep := range []string{"/home/u/proj/a/b/c/d/.bashrc", "/home/u/proj/a/b/c/d/.git/hooks"} {
 		wantNoMount(t, p, deep)
 	}
 	// Pins: every directory between the root and a protected path is
 	// bound over itself so it cannot be renamed away.
 	for _, pin := range []string{"/home/u/proj/.git", "/home/u/proj/.claude", "/home/u/proj/a", "/home/u/proj/a/b",
-		"/home/u/proj/a/b/c", "/home/u/proj/a/b/c/.git", "/home/u/proj/wt"} {
+		"/home/u/proj/a/b/c", "/home/u/proj/a/b/c/.git", "/home/u/proj/wt", "/home/u/proj/node_modules", "/home/u/proj/node_modules/x"} {
 		wantMount(t, p, MountRW, pin, pin)
 	}
 	// Nothing else is pinned.
@@ -437,7 +438,7 @@ func TestPlanMandatoryNames(t *testing.T) {
 		if m.Kind == MountRW && m.Dst != "/home/u/proj" && !strings.HasPrefix(m.Dst, "/home/u/proj/") {
 			t.Errorf("unexpected rw mount %+v", m)
 		}
-		if m.Kind == MountRW && (m.Dst == "/home/u/proj/src" || m.Dst == "/home/u/proj/node_modules") {
+		if m.Kind == MountRW && m.Dst == "/home/u/proj/src" {
 			t.Errorf("unexpected pin %+v", m)
 		}
 	}
@@ -748,4 +749,28 @@ func TestPlanDenyReadOfCwd(t *testing.T) {
 	if v := view(p, "/home/u/.ssh/id_rsa"); v == "ro" || v == "rw" {
 		t.Errorf("deny_read ~ with cwd ~: ~/.ssh/id_rsa is %s in\n%s", v, dumpMounts(p))
 	}
+}
+
+func TestPlanDenyTargetsArePinned(t *testing.T) {
+	root := fakeHost(t, append(baseHost, "home/u/proj/conf/settings.json", "home/u/proj/vault/deep/secret", "home/u/proj/top.key")...)
+	p := buildPlan(t, root, policy.Filesystem{AllowWrite: []string{"."},
+		DenyWrite: []string{"conf/settings.json", "top.key"}, DenyRead: []string{"vault/deep/secret"}})
+	wantMount(t, p, MountRO, "/home/u/proj/conf/settings.json", "/home/u/proj/conf/settings.json")
+	// The directories between the writable root and each deny target are
+	// mounted over themselves: renaming one away fails with EBUSY.
+	for _, pin := range []string{"/home/u/proj/conf", "/home/u/proj/vault", "/home/u/proj/vault/deep"} {
+		wantMount(t, p, MountRW, pin, pin)
+	}
+}
+
+func TestPlanProtectedNameThatIsALink(t *testing.T) {
+	root := fakeHost(t, append(baseHost, "home/u/proj/dotfiles/bashrc", "home/u/proj/.bashrc -> dotfiles/bashrc",
+		"home/u/proj/.zshrc -> ../other/secret")...)
+	p := buildPlan(t, root, policy.Filesystem{AllowWrite: []string{"."}})
+	// The link is never entered; its target, inside the writable root, is
+	// protected instead (and its directory pinned).
+	wantMount(t, p, MountRO, "/home/u/proj/dotfiles/bashrc", "/home/u/proj/dotfiles/bashrc")
+	wantMount(t, p, MountRW, "/home/u/proj/dotfiles", "/home/u/proj/dotfiles")
+	wantNoMount(t, p, "/home/u/proj/.bashrc")
+	wantNoMount(t, p, "/home/u/proj/.zshrc")
 }

@@ -420,7 +420,7 @@ func (r *Run) finish(e Event) {
 		r.egress.Close()
 	}
 	if r.plan != nil {
-		for _, v := range sweep(r.plan) {
+		for _, v := range sweep(r.plan, r.start) {
 			v := v
 			r.emit(Event{Type: EventViolation, Violation: &v})
 		}

@@ -2,121 +2,294 @@ package runner
 
 import (
 	"bufio"
-	"os"
+	"bytes"
+	"io/fs"
+	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/srt-mcp/srt-mcp/nofollow"
 	"github.com/srt-mcp/srt-mcp/policy"
 )
 
-// A protected name that exists when the sandbox starts is mounted read-only
-// over itself, so the kernel refuses every write, rename and removal. A
-// protected name that does not exist yet cannot be mounted over without
+// A protected name that exists when the sandbox starts, up to
+// policy.MandatoryDenySearchDepth levels below a writable root, is mounted
+// read-only over itself and the directories between it and the root are
+// pinned (mounted over themselves, so they cannot be renamed away); the
+// kernel refuses every write, rename and removal. A protected name that
+// does not exist yet, or lies deeper, cannot be mounted over without
 // creating a placeholder in the user's tree (which srt does, leaving "ghost
 // dotfiles" behind). srt-mcp creates nothing; instead, once every process of
-// the sandbox is gone, sweep looks for protected names and deny_write matches
-// that the run created inside its writable paths, removes them, and reports
-// each as a violation event. Nothing outside the sandbox can act on such a
-// file before the sweep except a program the host user runs in that same
+// the sandbox is gone, sweep walks every writable root, at any depth, and
+// removes each protected name and deny_write match that the run created or
+// changed: its inode's change time (ctime, which no unprivileged program
+// can set back) is not older than the run's start. Each removal is a
+// violation event. Nothing outside the sandbox can act on such a file
+// before the sweep except a program the host user runs in that same
 // directory during the run.
+//
+// The sweep runs as the runner, on a tree the sandbox wrote: it never
+// follows a link (package nofollow), never reads a file it was not asked
+// to judge, and copies nothing of what it reads into events.
 
-// sweep removes what the run created but was not allowed to, and returns
-// one violation per removal.
-func sweep(plan *Plan) []Violation {
+// maxSweepDepth bounds how deep the sweep holds directories open. A
+// directory at this depth that the run created or changed is removed whole
+// (no legitimate tree is that deep; the plan refuses none, but nothing
+// that deep can be checked name by name with bounded descriptors).
+const maxSweepDepth = 256
+
+// maxGitConfigBytes bounds the .git/config the sweep reads to judge; a
+// larger one is removed as unsafe.
+const maxGitConfigBytes = 1 << 20
+
+// sweep removes what the run created or changed but was not allowed to,
+// and returns one violation per removal. since is when the run started.
+func sweep(plan *Plan, since time.Time) []Violation {
 	if len(plan.Writable) == 0 {
 		return nil
 	}
-	protected := map[string]bool{}
+	s := &sweeper{plan: plan, protected: map[string]bool{}}
 	for _, p := range plan.Protected {
-		protected[p] = true
+		s.protected[p] = true
 	}
-	var out []Violation
-	fsys := policy.Filesystem{}
-	r := &resolver{in: PlanInput{FS: fsys}}
 	for _, w := range plan.Writable {
-		fi, err := os.Stat(w.Src)
-		if err != nil || !fi.IsDir() {
-			continue
-		}
-		found, err := r.findProtected(w.Src)
+		d, err := nofollow.OpenDir(w.Src)
 		if err != nil {
-			continue
+			continue // gone, or not the directory the plan mounted: nothing of ours to judge
 		}
-		for _, rel := range found {
-			dst := filepath.Join(w.Dst, rel)
-			if protected[dst] || underAny(dst, protected) {
-				continue
-			}
-			src := filepath.Join(w.Src, rel)
-			if v, ok := removeCreated(src, dst, rel); ok {
-				out = append(out, v)
-			}
-		}
+		s.root = w
+		s.since = since.Add(-timestampSlack(d.Fd()))
+		s.walk(d, "", 0)
+		d.Close()
 	}
-	for _, g := range plan.DenyWriteGlobs {
-		matches, _ := doublestar.FilepathGlob(g, doublestar.WithNoFollow())
-		if !policy.IsGlob(g) {
-			if _, err := os.Lstat(g); err == nil {
-				matches = []string{g}
-			}
-		}
-		for _, m := range matches {
-			root, ok := writableRootOf(plan, m)
-			if !ok || protected[m] || underAny(m, protected) {
-				continue
-			}
-			if err := os.RemoveAll(m); err == nil {
-				_ = root
-				out = append(out, Violation{Kind: "filesystem", Decision: "deny", Path: m,
-					Rule: "deny_write: " + g, Action: "removed (created by the run; the path is write-denied)"})
-			}
-		}
-	}
-	return out
+	return s.out
 }
 
-// removeCreated removes one protected name the run created. A new .git
-// directory (git init or clone inside the sandbox) keeps its hook samples
-// and a config that only holds keys that run no programs.
-func removeCreated(src, dst, rel string) (Violation, bool) {
-	v := Violation{Kind: "filesystem", Decision: "deny", Path: dst, Rule: "mandatory write-deny: " + filepath.Base(rel)}
-	base := filepath.Base(rel)
-	parent := filepath.Base(filepath.Dir(rel))
-	switch {
-	case parent == ".git" && base == "hooks":
-		ents, err := os.ReadDir(src)
+type sweeper struct {
+	plan      *Plan
+	protected map[string]bool
+	root      WritableRoot
+	since     time.Time
+	out       []Violation
+}
+
+// changed reports whether the run (or someone during it) created or
+// modified the entry.
+func (s *sweeper) changed(st nofollow.Stat) bool { return !st.Ctime.Before(s.since) }
+
+func (s *sweeper) report(rel, rule, action string) {
+	s.out = append(s.out, Violation{Kind: "filesystem", Decision: "deny", Path: filepath.Join(s.root.Dst, rel), Rule: rule, Action: action})
+}
+
+// walk visits dir (rel below the root, depth levels down).
+func (s *sweeper) walk(dir *nofollow.Dir, rel string, depth int) {
+	fsys := &policy.Filesystem{AllowGitConfig: s.plan.AllowGitConfig}
+	_ = dir.ReadDir(func(e nofollow.Entry) error {
+		crel := path.Join(rel, e.Name)
+		dst := filepath.Join(s.root.Dst, crel)
+		if s.protected[dst] {
+			return nil // read-only for the whole run: unchanged
+		}
+		isGitFile := e.Name == ".git" && e.Type == 0
+		if fsys.IsMandatoryDenied(crel, isGitFile) {
+			s.judgeProtected(dir, e, crel)
+			return nil
+		}
+		if g := s.denyGlob(crel); g != "" {
+			s.judgeDenied(dir, e, crel, g)
+			return nil
+		}
+		if !e.IsDir() {
+			return nil
+		}
+		if depth+1 >= maxSweepDepth {
+			if st, err := dir.Lstat(e.Name); err == nil && s.changed(st) && dir.RemoveAll(e.Name) == nil {
+				s.report(crel, "nesting limit", "removed (created by the run more than 256 directories deep, where srt-mcp cannot check it for protected names)")
+			}
+			return nil
+		}
+		sub, err := dir.Sub(e.Name)
 		if err != nil {
-			return v, false
+			return nil
 		}
-		var removed []string
-		for _, e := range ents {
-			if strings.HasSuffix(e.Name(), ".sample") && e.Type().IsRegular() {
-				continue
+		s.walk(sub, crel, depth+1)
+		sub.Close()
+		return nil
+	})
+}
+
+// denyGlob returns the deny_write pattern the entry matches, "" if none.
+func (s *sweeper) denyGlob(rel string) string {
+	abs := filepath.Join(s.root.Src, rel)
+	for _, g := range s.plan.DenyWriteGlobs {
+		if g == abs {
+			return g
+		}
+		if policy.IsGlob(g) {
+			if ok, _ := doublestar.Match(g, abs); ok {
+				return g
 			}
-			if os.RemoveAll(filepath.Join(src, e.Name())) == nil {
-				removed = append(removed, e.Name())
-			}
-		}
-		if len(removed) == 0 {
-			return v, false
-		}
-		v.Rule = "mandatory write-deny: .git/hooks"
-		v.Action = "removed hooks created by the run: " + strings.Join(removed, ", ")
-		return v, true
-	case parent == ".git" && base == "config":
-		if key := unsafeGitConfigKey(src); key == "" {
-			return v, false
-		} else {
-			v.Rule = "mandatory write-deny: .git/config (" + key + " runs a program)"
 		}
 	}
-	if err := os.RemoveAll(src); err != nil {
-		return v, false
+	return ""
+}
+
+// judgeProtected acts on one protected name the run may have created or
+// changed. A link or anything but a file or directory is removed, never
+// entered or read.
+func (s *sweeper) judgeProtected(dir *nofollow.Dir, e nofollow.Entry, rel string) {
+	st, err := dir.Lstat(e.Name)
+	if err != nil {
+		return
 	}
-	v.Action = "removed (created by the run; the name is write-protected)"
-	return v, true
+	base, parent := path.Base(rel), path.Base(path.Dir(rel))
+	rule := "mandatory write-deny: " + base
+	if parent == ".git" || strings.HasPrefix(base, ".claude") || parent == ".claude" {
+		rule = "mandatory write-deny: " + path.Join(parent, base)
+	}
+	switch {
+	case st.Mode.IsDir():
+		sub, err := dir.Sub(e.Name)
+		if err != nil {
+			return
+		}
+		hooks := parent == ".git" && base == "hooks"
+		removed := s.prune(sub, hooks, 1)
+		empty := isEmpty(sub)
+		sub.Close()
+		if st2, err := dir.Lstat(e.Name); err == nil && empty && s.changed(st2) && !hooks {
+			if dir.Remove(e.Name) == nil {
+				removed = append(removed, ".")
+			}
+		}
+		if len(removed) > 0 {
+			what := "removed what the run created or changed there (the name is write-protected)"
+			if hooks {
+				what = "removed hooks the run created or changed: " + listNames(removed)
+			}
+			s.report(rel, rule, what)
+		}
+	case !s.changed(st):
+		return
+	case st.Mode.IsRegular() && parent == ".git" && base == "config":
+		b, err := dir.ReadFile(e.Name, maxGitConfigBytes)
+		if err == nil && safeGitConfig(b) {
+			return
+		}
+		if dir.Remove(e.Name) == nil {
+			s.report(rel, rule+" (it sets keys that make git run programs)", "removed (created or changed by the run; the name is write-protected)")
+		}
+	default:
+		if dir.Remove(e.Name) == nil {
+			what := "removed (created or changed by the run; the name is write-protected)"
+			if st.Mode&fs.ModeSymlink != 0 {
+				what = "removed (a symbolic link the run made under a write-protected name)"
+			}
+			s.report(rel, rule, what)
+		}
+	}
+}
+
+// judgeDenied removes a deny_write match the run created or changed.
+func (s *sweeper) judgeDenied(dir *nofollow.Dir, e nofollow.Entry, rel, glob string) {
+	st, err := dir.Lstat(e.Name)
+	if err != nil {
+		return
+	}
+	rule := "deny_write: " + glob
+	if st.Mode.IsDir() {
+		sub, err := dir.Sub(e.Name)
+		if err != nil {
+			return
+		}
+		removed := s.prune(sub, false, 1)
+		empty := isEmpty(sub)
+		sub.Close()
+		if st2, err := dir.Lstat(e.Name); err == nil && empty && s.changed(st2) && dir.Remove(e.Name) == nil {
+			removed = append(removed, ".")
+		}
+		if len(removed) > 0 {
+			s.report(rel, rule, "removed what the run created or changed there (the path is write-denied)")
+		}
+		return
+	}
+	if s.changed(st) && dir.Remove(e.Name) == nil {
+		s.report(rel, rule, "removed (created or changed by the run; the path is write-denied)")
+	}
+}
+
+// prune removes, inside a protected directory, every entry the run
+// created or changed (new hook samples excepted in .git/hooks: git never
+// runs them), and returns their names.
+func (s *sweeper) prune(dir *nofollow.Dir, hooks bool, depth int) []string {
+	var removed []string
+	_ = dir.ReadDir(func(e nofollow.Entry) error {
+		st, err := dir.Lstat(e.Name)
+		if err != nil {
+			return nil
+		}
+		if st.Mode.IsDir() {
+			if depth+1 >= maxSweepDepth {
+				if s.changed(st) && dir.RemoveAll(e.Name) == nil {
+					removed = append(removed, e.Name)
+				}
+				return nil
+			}
+			sub, err := dir.Sub(e.Name)
+			if err != nil {
+				return nil
+			}
+			inner := s.prune(sub, false, depth+1)
+			empty := isEmpty(sub)
+			sub.Close()
+			if hooks && (len(inner) > 0 || s.changed(st)) {
+				// git runs nothing from a directory in hooks, but a
+				// hook script could: it goes whole.
+				if dir.RemoveAll(e.Name) == nil {
+					removed = append(removed, e.Name)
+				}
+				return nil
+			}
+			if len(inner) > 0 || (empty && s.changed(st)) {
+				if empty && dir.Remove(e.Name) == nil {
+					removed = append(removed, e.Name)
+				} else if len(inner) > 0 {
+					removed = append(removed, e.Name)
+				}
+			}
+			return nil
+		}
+		if !s.changed(st) {
+			return nil
+		}
+		if hooks && st.Mode.IsRegular() && strings.HasSuffix(e.Name, ".sample") {
+			return nil
+		}
+		if dir.Remove(e.Name) == nil {
+			removed = append(removed, e.Name)
+		}
+		return nil
+	})
+	return removed
+}
+
+func isEmpty(d *nofollow.Dir) bool {
+	empty := true
+	_ = d.ReadDir(func(nofollow.Entry) error {
+		empty = false
+		return fs.SkipAll
+	})
+	return empty
+}
+
+func listNames(names []string) string {
+	if len(names) > 10 {
+		return strings.Join(names[:10], ", ") + ", ..."
+	}
+	return strings.Join(names, ", ")
 }
 
 // safeGitKeys are the config keys git init, git clone and git config
@@ -130,15 +303,16 @@ var safeGitKeys = []string{
 	"gc.auto", "advice.*",
 }
 
-// unsafeGitConfigKey returns the first key outside safeGitKeys, "" if none.
-func unsafeGitConfigKey(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
+// safeGitConfig reports whether a git config holds only safeGitKeys.
+func safeGitConfig(b []byte) bool { return unsafeGitConfigKey(b) == "" }
+
+// unsafeGitConfigKey returns the first key outside safeGitKeys ("?" for a
+// line it cannot parse), "" if none. The result is for tests: the sweep
+// never puts it in an event, since it is text the sandbox wrote.
+func unsafeGitConfigKey(b []byte) string {
 	section := ""
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 4096), maxGitConfigBytes)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || line[0] == '#' || line[0] == ';' {
@@ -147,14 +321,13 @@ func unsafeGitConfigKey(path string) string {
 		if line[0] == '[' {
 			end := strings.IndexByte(line, ']')
 			if end < 0 {
-				return line
+				return "?"
 			}
 			hdr := strings.TrimSpace(line[1:end])
-			name, sub, hasSub := strings.Cut(hdr, " ")
+			name, _, hasSub := strings.Cut(hdr, " ")
 			section = strings.ToLower(name)
 			if hasSub {
 				section += ".*"
-				_ = sub
 			}
 			line = strings.TrimSpace(line[end+1:])
 			if line == "" {
@@ -174,23 +347,9 @@ func unsafeGitConfigKey(path string) string {
 			return full
 		}
 	}
+	if sc.Err() != nil {
+		return "?"
+	}
 	return ""
 }
 
-func underAny(p string, set map[string]bool) bool {
-	for q := range set {
-		if policy.Within(p, q) {
-			return true
-		}
-	}
-	return false
-}
-
-func writableRootOf(plan *Plan, p string) (WritableRoot, bool) {
-	for _, w := range plan.Writable {
-		if policy.Within(p, w.Src) {
-			return w, true
-		}
-	}
-	return WritableRoot{}, false
-}
