@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/srt-mcp/srt-mcp/nofollow"
 )
 
 // WorkspaceMount is where a session's workspace appears in its sandboxes.
@@ -45,9 +47,27 @@ type SessionConfig struct {
 	// Max is the most open sessions (default 10).
 	Max int
 	// Owner, when set, owns every directory and file the server creates in
-	// a session (a container backend's unprivileged user must write them).
+	// a session (a container backend's unprivileged user, or the native
+	// sandbox user of a root server, must write them).
 	Owner *Owner
+	// Reach makes the directories above each workspace searchable by
+	// others (0711, never listable): a root server's bubblewrap runs as the
+	// sandbox user and reaches its mounts by path.
+	Reach bool
 }
+
+// The state directory:
+//
+//	sessions/<instance>/lock   one per running server, flock held while it runs
+//	workspaces/<w>/            one per session; <w> is random, unrelated to the
+//	    instance               session id; instance names the owning server
+//	    data/                  the workspace, /mnt/data in its sandboxes
+//	    cache/                 the sandbox's ~/.cache
+//	audit/<session id>.jsonl   kept after the session
+//	cache-template/
+//
+// A sandbox sees <state>/workspaces/<w>/data in its mount table: nothing
+// there names a session, the server, or another workspace.
 
 // Owner is a uid and gid.
 type Owner struct{ UID, GID int }
@@ -63,6 +83,7 @@ type Sessions struct {
 	once  sync.Once
 	onEnd func(s *Session)
 	dir   string   // this server's instance directory
+	ws    string   // the workspaces directory
 	lock  *os.File // flock on dir/lock, held while the server runs
 	// Recovered counts the sessions a previous process left behind, removed
 	// at start-up.
@@ -72,9 +93,9 @@ type Sessions struct {
 // Session is one data session.
 type Session struct {
 	ID        string
-	Dir       string // state/<id>
-	Workspace string // state/<id>/data, mounted at /mnt/data
-	Cache     string // state/<id>/cache, the sandbox's ~/.cache (matplotlib's font cache, ...)
+	Dir       string // state/workspaces/<random>
+	Workspace string // Dir/data, mounted at /mnt/data
+	Cache     string // Dir/cache, the sandbox's ~/.cache (matplotlib's font cache, ...)
 	Created   time.Time
 
 	owner *Owner
@@ -105,6 +126,11 @@ func NewSessions(cfg SessionConfig) (*Sessions, error) {
 	if cfg.StateDir == "" {
 		return nil, errors.New("sessions: no state directory")
 	}
+	abs, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.StateDir = abs
 	// Each server keeps its sessions in its own instance directory under
 	// sessions/, holding an flock on its lock file while it runs, so several
 	// servers (a Claude Desktop and a Claude Code stdio server, say) can
@@ -114,19 +140,20 @@ func NewSessions(cfg SessionConfig) (*Sessions, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, err
 	}
-	s := &Sessions{cfg: cfg, open: map[string]*Session{}, stop: make(chan struct{})}
+	s := &Sessions{cfg: cfg, open: map[string]*Session{}, stop: make(chan struct{}), ws: filepath.Join(cfg.StateDir, "workspaces")}
+	if err := s.prepareWorkspaces(); err != nil {
+		return nil, err
+	}
 	if ents, err := os.ReadDir(root); err == nil {
 		for _, e := range ents {
-			n, err := removeStale(filepath.Join(root, e.Name()))
-			if err != nil {
+			if err := removeStale(filepath.Join(root, e.Name())); err != nil {
 				return nil, fmt.Errorf("removing a previous server's sessions: %w", err)
 			}
-			s.Recovered += n
 		}
 	}
-	b := make([]byte, 4)
+	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	s.dir = filepath.Join(root, fmt.Sprintf("%d-%s", os.Getpid(), hex.EncodeToString(b)))
+	s.dir = filepath.Join(root, hex.EncodeToString(b))
 	if err := os.Mkdir(s.dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -138,6 +165,11 @@ func NewSessions(cfg SessionConfig) (*Sessions, error) {
 		return nil, fmt.Errorf("locking %s: %w", s.dir, err)
 	}
 	s.lock = lock
+	n, err := s.removeStaleWorkspaces()
+	if err != nil {
+		return nil, fmt.Errorf("removing a previous server's sessions: %w", err)
+	}
+	s.Recovered = n
 	go s.sweepLoop()
 	return s, nil
 }
@@ -162,6 +194,16 @@ func (s *Sessions) SetCacheTemplate(dir string) error {
 	_ = os.Rename(t, old)
 	defer os.RemoveAll(old)
 	return os.Rename(dir, t)
+}
+
+// MkdirTemp makes a new directory in the state directory that sandboxes
+// can reach like a workspace (the server's own preparatory runs use it).
+func (s *Sessions) MkdirTemp(pattern string) (string, error) {
+	d, err := os.MkdirTemp(s.cfg.StateDir, pattern)
+	if err == nil {
+		err = os.Chmod(d, s.dirMode())
+	}
+	return d, err
 }
 
 // Owner is who owns the sessions' files (nil: the server).
@@ -308,13 +350,26 @@ func (s *Sessions) CreateStorage(ttl time.Duration, max int) (*Session, error) {
 }
 
 func (s *Sessions) createLocked(id string) (*Session, error) {
-	dir := filepath.Join(s.dir, id)
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	dir := filepath.Join(s.ws, hex.EncodeToString(b))
 	ss := &Session{ID: id, Dir: dir, Workspace: filepath.Join(dir, "data"), Cache: filepath.Join(dir, "cache"), Created: time.Now(), lastUsed: time.Now()}
 	ss.owner = s.cfg.Owner
+	if err := os.Mkdir(dir, s.dirMode()); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, s.dirMode()); err != nil { // past the umask
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "instance"), []byte(s.Instance()), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	// The cache holds the session's installed packages too (on PYTHONPATH
 	// from the start, so a kernel finds what install_package adds later).
 	for _, d := range []string{ss.Workspace, ss.Cache, filepath.Join(ss.Cache, "site-packages")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
+			os.RemoveAll(dir)
 			return nil, err
 		}
 	}
@@ -374,7 +429,9 @@ func (s *Sessions) end(ss *Session) {
 		ss.audit = nil
 	}
 	ss.mu.Unlock()
-	_ = os.RemoveAll(ss.Dir)
+	// The workspace is a tree the sandbox wrote: removed without following
+	// a link, at any depth, with a bounded number of open descriptors.
+	_ = nofollow.RemoveAll(ss.Dir)
 }
 
 // OnClose registers f to run when the session ends (to stop a run that
@@ -456,39 +513,109 @@ func (s *Sessions) Shutdown() {
 		s.end(ss)
 	}
 	if s.lock != nil {
-		_ = os.RemoveAll(s.dir)
+		_ = nofollow.RemoveAll(s.dir)
 		s.lock.Close()
 		s.lock = nil
 	}
 }
 
+// dirMode is the mode of the directories on the way to a workspace.
+func (s *Sessions) dirMode() os.FileMode {
+	if s.cfg.Reach {
+		return 0o711
+	}
+	return 0o700
+}
+
+// prepareWorkspaces creates the workspaces directory and, when sandboxes
+// reach their workspaces as another user, makes the state directory and it
+// searchable (not listable) by that user, and checks every directory above.
+func (s *Sessions) prepareWorkspaces() error {
+	if err := os.MkdirAll(s.ws, s.dirMode()); err != nil {
+		return err
+	}
+	if !s.cfg.Reach {
+		return nil
+	}
+	for _, d := range []string{s.cfg.StateDir, s.ws} {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o011 != 0o011 {
+			if err := os.Chmod(d, fi.Mode().Perm()|0o011); err != nil {
+				return err
+			}
+		}
+	}
+	abs, err := filepath.Abs(s.cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("%s, above the state directory, is not searchable by others (mode %v): the sandbox user cannot reach its workspace; use a state directory under searchable directories (the default /var/lib/srt-mcp), or chmod o+x %s", p, fi.Mode().Perm(), p)
+		}
+		if p == "/" {
+			return nil
+		}
+	}
+}
+
+// removeStaleWorkspaces removes the workspaces of servers that are gone
+// (their instance lock is not held) and returns how many.
+func (s *Sessions) removeStaleWorkspaces() (int, error) {
+	ents, err := os.ReadDir(s.ws)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range ents {
+		p := filepath.Join(s.ws, e.Name())
+		owner := ""
+		if d, err := nofollow.OpenDir(p); err == nil {
+			b, err := d.ReadFile("instance", 256)
+			d.Close()
+			if err == nil {
+				owner = string(b)
+			}
+		}
+		if owner == s.Instance() || (owner != "" && InstanceAlive(s.cfg.StateDir, owner)) {
+			continue
+		}
+		if fi, err := os.Lstat(p); err == nil && owner == "" && fi.IsDir() && time.Since(fi.ModTime()) < time.Minute {
+			continue // a server creating it right now
+		}
+		if err := nofollow.RemoveAll(p); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
 // removeStale removes an instance directory whose server is gone (nobody
-// holds its lock) and returns how many sessions it had. A live server's
-// directory is left alone.
-func removeStale(dir string) (int, error) {
+// holds its lock). A live server's directory is left alone.
+func removeStale(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err != nil || !fi.IsDir() {
-		return 0, os.RemoveAll(dir)
+		return nofollow.RemoveAll(dir)
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR, 0)
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|syscall.O_NOFOLLOW, 0)
 	switch {
 	case err == nil:
 		defer lock.Close()
 		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			return 0, nil // a live server
+			return nil // a live server
 		}
 	case time.Since(fi.ModTime()) < time.Minute:
-		return 0, nil // a server starting right now, before its lock exists
+		return nil // a server starting right now, before its lock exists
 	}
-	n := 0
-	if ents, err := os.ReadDir(dir); err == nil {
-		for _, e := range ents {
-			if sessionIDPattern.MatchString(e.Name()) {
-				n++
-			}
-		}
-	}
-	return n, os.RemoveAll(dir)
+	return nofollow.RemoveAll(dir)
 }
 
 func (ss *Session) touch() {

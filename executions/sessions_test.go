@@ -162,21 +162,31 @@ func TestSessionTTLLoop(t *testing.T) {
 
 func TestRestartCleansLeftovers(t *testing.T) {
 	dir := t.TempDir()
-	// A server killed with -9 leaves its instance directory, lock unheld.
-	left := filepath.Join(dir, "sessions", "1234-deadbeef", "sess_0123456789ab", "data")
+	// A server killed with -9 leaves its instance directory, lock unheld,
+	// and its workspaces.
+	left := filepath.Join(dir, "workspaces", "0123456789abcdef0123456789abcdef", "data")
 	if err := os.MkdirAll(left, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{filepath.Join(left, "old.csv"), filepath.Join(dir, "sessions", "1234-deadbeef", "lock")} {
+	if err := os.MkdirAll(filepath.Join(dir, "sessions", "deadbeefdeadbeef"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(left, "old.csv"), filepath.Join(dir, "sessions", "deadbeefdeadbeef", "lock")} {
 		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(left), "instance"), []byte("deadbeefdeadbeef"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	s := newSessions(t, SessionConfig{StateDir: dir})
 	if s.Recovered != 1 {
 		t.Errorf("Recovered = %d, want 1", s.Recovered)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "sessions", "1234-deadbeef")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, "sessions", "deadbeefdeadbeef")); !os.IsNotExist(err) {
+		t.Errorf("a previous process's instance directory survived start-up: %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(left)); !os.IsNotExist(err) {
 		t.Errorf("a previous process's workspace survived start-up: %v", err)
 	}
 	if _, err := s.Get("sess_0123456789ab"); err == nil {

@@ -46,7 +46,7 @@ func startData(t *testing.T, backend []string, extra ...string) *dataServer {
 	t.Helper()
 	requirePythonData(t)
 	extra = append(append([]string(nil), backend...), extra...)
-	state := filepath.Join(t.TempDir(), "state")
+	state := filepath.Join(reachableTempDir(t), "state")
 	for i, a := range extra {
 		if a == "--state-dir" {
 			state = extra[i+1]
@@ -585,7 +585,7 @@ func testDataTTLAndRestart(t *testing.T, backend []string) {
 	}
 	d.wantError("list_artifacts", map[string]any{"session_id": sid}, "session_not_found")
 
-	state := filepath.Join(t.TempDir(), "state")
+	state := filepath.Join(reachableTempDir(t), "state")
 	port := freePort(t)
 	cmd := exec.Command(nwBin(t), append([]string{"serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--state-dir", state}, backend...)...)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())

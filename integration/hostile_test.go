@@ -13,11 +13,17 @@ package integration
 // handed to that user (sbDir).
 
 import (
+	"encoding/json"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/srt-mcp/srt-mcp/policy"
 )
 
 // defaultSandboxUID is the host uid (and gid) sandboxes run as when
@@ -41,6 +47,22 @@ func sbDir(t *testing.T) string {
 	}
 	if err := os.Chmod(d, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	return d
+}
+
+// reachableTempDir is a fresh directory that the sandbox user can pass
+// through (not list) when the tests run as root: a root server's sandboxes
+// reach their workspaces under its state directory by path.
+func reachableTempDir(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	if os.Geteuid() == 0 {
+		for _, p := range []string{filepath.Dir(d), d} {
+			if err := os.Chmod(p, 0o711); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	return d
 }
@@ -165,4 +187,266 @@ func TestHostileDenyRulesSurviveRenames(t *testing.T) {
 			t.Error("a .claude/commands created six levels deep is still there")
 		}
 	})
+}
+
+// Class 1: the sandboxed program is never host uid 0; /proc/sys and the
+// other paths Docker protects are read-only or masked; no setuid or setgid
+// file can be made, as root and as an unprivileged user alike.
+func TestHostileNoHostRootInside(t *testing.T) {
+	w := sbDir(t)
+	r := nwRun(t, w, []string{"--allow-write", "."}, "/usr/bin/python3", "-c", `
+import os, errno
+print("uid", os.getuid(), "gid", os.getgid())
+ro = {}
+for line in open("/proc/self/mountinfo"):
+    f = line.split()
+    ro[f[4]] = "ro" in f[5].split(",")
+for p in ("/proc/sys", "/proc/sysrq-trigger"):
+    print("ro", p, ro.get(p, "not-a-mount"))
+for p in ("/proc/sys/vm/overcommit_ratio", "/proc/sys/kernel/core_pattern"):
+    try:
+        v = open(p).read()
+        with open(p, "w") as f: f.write(v)
+        print("WROTE", p)
+    except OSError as e:
+        print("refused", p, e.errno)
+for p in ("/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug"):
+    try:
+        print("masked", p, len(open(p, "rb").read(4096)))
+    except OSError as e:
+        print("masked", p, "unreadable", e.errno)
+import shutil
+shutil.copy("/bin/sh", "x")
+for mode in (0o4755, 0o2755):
+    try:
+        os.chmod("x", mode); print("SETID chmod", oct(mode))
+    except OSError as e:
+        print("refused chmod", oct(mode), e.errno)
+try:
+    os.close(os.open("y", os.O_CREAT | os.O_WRONLY, 0o4755))
+    print("created y", oct(os.stat("y").st_mode))
+except OSError as e:
+    print("refused create", e.errno)
+`)
+	out := r.stdout
+	want := fmt.Sprintf("uid %d gid %d", os.Getuid(), os.Getgid())
+	if os.Geteuid() == 0 {
+		want = fmt.Sprintf("uid %d gid %d", defaultSandboxUID, defaultSandboxUID)
+	}
+	if !strings.Contains(out, want) {
+		t.Errorf("the sandbox's identity: want %q in %q (stderr %q)", want, out, r.stderr)
+	}
+	for _, bad := range []string{"WROTE", "SETID", "ro /proc/sys False", "ro /proc/sys not-a-mount"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("%s: %s", bad, out)
+		}
+	}
+	if strings.Contains(out, "created y 0o104") {
+		t.Errorf("a setuid file was created: %s", out)
+	}
+	for _, p := range []string{"kcore", "keys", "timer_list", "sched_debug"} {
+		if _, err := os.Stat("/proc/" + p); err == nil && !strings.Contains(out, "masked /proc/"+p+" 0") && !strings.Contains(out, "masked /proc/"+p+" unreadable") {
+			t.Errorf("/proc/%s is readable in the sandbox: %s", p, out)
+		}
+	}
+	for _, f := range []string{"x", "y"} {
+		if fi, err := os.Stat(filepath.Join(w, f)); err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+			t.Errorf("%s is %v on the host", f, fi.Mode())
+		}
+	}
+}
+
+// Class 7: a datagram socket pair cannot send to a host unix socket by
+// path (the AF_UNIX block used to stop only socket(), not socketpair()).
+func TestHostileNoDatagramToHostSockets(t *testing.T) {
+	dir := sbDir(t)
+	path := filepath.Join(dir, "host.dgram")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = os.Chmod(path, 0o777)
+	got := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 100)
+		if n, _, err := conn.ReadFrom(buf); err == nil {
+			got <- string(buf[:n])
+		}
+	}()
+	r := nwRun(t, dir, []string{"--allow-read", dir}, "/usr/bin/python3", "-c", `
+import socket
+try:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    a.sendto(b"ESCAPED", "`+path+`")
+    print("SENT")
+except OSError as e:
+    print("refused", e.errno)
+`)
+	if strings.Contains(r.stdout, "SENT") {
+		t.Errorf("the sandbox sent a datagram by path: %q", r.stdout)
+	}
+	select {
+	case m := <-got:
+		t.Fatalf("a host datagram socket received %q from the sandbox", m)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// Class 3: what is mounted is what was checked. A concurrent run swaps an
+// allowed subdirectory for a symlink to a directory outside the policy,
+// over and over, while runs that may write only that subdirectory start.
+// No write may land outside.
+func TestHostileMountRace(t *testing.T) {
+	w := sbDir(t)
+	outside := sbDir(t)
+	if err := os.Mkdir(filepath.Join(w, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		_ = os.Chown(filepath.Join(w, "sub"), defaultSandboxUID, defaultSandboxUID)
+	}
+	stop := filepath.Join(w, "stop")
+	swapper := exec.Command(nwBin(t), "exec", "--cwd", w, "--allow-write", w, "--timeout", "60s", "--", "/bin/bash", "-c", `
+		while [ ! -e `+stop+` ]; do
+			mv sub sub.real 2>/dev/null; ln -s `+outside+` sub 2>/dev/null
+			rm -f sub 2>/dev/null; mv sub.real sub 2>/dev/null
+		done`)
+	if err := swapper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = os.WriteFile(stop, nil, 0o644)
+		_ = swapper.Wait()
+	}()
+	deadline := time.Now().Add(8 * time.Second)
+	for i := 0; i < 60 && time.Now().Before(deadline); i++ {
+		cmd := exec.Command(nwBin(t), "exec", "--cwd", w, "--allow-write", filepath.Join(w, "sub"), "--", "/bin/sh", "-c",
+			fmt.Sprintf(`echo pwned > %s/sub/owned-%d 2>/dev/null; ls %s/sub >/dev/null 2>&1`, w, i, w))
+		_ = cmd.Run()
+		ents, _ := os.ReadDir(outside)
+		if len(ents) > 0 {
+			t.Fatalf("try %d: a run mounted the directory outside its policy read-write and wrote %s", i, ents[0].Name())
+		}
+	}
+}
+
+// Class 4: a path is cleaned before it is checked. working_directory
+// "/tmp/../etc" used to pass the /tmp check and make /etc readable.
+func TestHostileWorkingDirectoryTraversal(t *testing.T) {
+	s := startServe(t)
+	c := connect(t, s.url)
+	for _, wd := range []string{"/tmp/../etc", "/tmp/./../root", "/tmp/x/../../etc"} {
+		res, isErr := callTool(t, c, "execute_code", map[string]any{"command": "pwd; ls | head -3; cat shadow passwd 2>&1 | head -2", "working_directory": wd})
+		out := fmt.Sprint(res)
+		if !isErr || strings.Contains(out, "root:") {
+			t.Errorf("working_directory %q was accepted: %s", wd, out)
+		}
+	}
+}
+
+// Class 6: nothing in a shared, world-writable place is trusted. As root,
+// another user's directory in $TMPDIR used to choose the /etc every
+// sandbox sees, and the binary srt-mcp serve runs.
+func TestHostileSharedTmpNotTrusted(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the attacker is another local user: needs root to stage")
+	}
+	shared := func() string {
+		d := t.TempDir()
+		_ = os.Chmod(filepath.Dir(d), 0o755)
+		_ = os.Chmod(d, 0o1777)
+		return d
+	}
+	// What does srt-mcp itself leave in $TMPDIR? Nothing, ideally; each
+	// file it does leave is a name an attacker can plant first.
+	clean := shared()
+	serve := func(tmp string) {
+		cmd := exec.Command(nwBin(t), "serve", "--stdio", "--warm-pool", "0", "--state-dir", filepath.Join(t.TempDir(), "state"))
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+		cmd.Stdin = strings.NewReader("")
+		_ = cmd.Run()
+		cmd = exec.Command(nwBin(t), "exec", "--", "/bin/true")
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+		_ = cmd.Run()
+	}
+	serve(clean)
+	type leftover struct {
+		rel  string
+		size int64
+	}
+	var left []leftover
+	_ = filepath.Walk(clean, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			rel, _ := filepath.Rel(clean, p)
+			left = append(left, leftover{rel, fi.Size()})
+		}
+		return nil
+	})
+	if ents, _ := os.ReadDir(clean); len(ents) > 0 {
+		t.Errorf("srt-mcp left %s (%d files) in the shared $TMPDIR", ents[0].Name(), len(left))
+	}
+
+	// The attacker (uid 65534) plants a cache whose manifest names their
+	// own /etc, and a same-size script at every file name srt-mcp used.
+	tmp := shared()
+	planted := filepath.Join(tmp, fmt.Sprintf("srt-mcp-%d", os.Getuid()))
+	evil := filepath.Join(planted, "etc-evil")
+	write(t, filepath.Join(evil, "passwd"), "EVILUSER:x:0:0::/:/bin/sh\n")
+	write(t, filepath.Join(evil, ".srt-mcp-complete"), "")
+	manifest, _ := json.Marshal(map[string]any{"dir": evil, "entries": policy.SystemEtc, "states": []any{}})
+	write(t, filepath.Join(planted, "etc-current.json"), string(manifest))
+	marker := filepath.Join(tmp, "RAN-PLANTED-SERVER")
+	for _, l := range left {
+		if l.size > 32 && !strings.Contains(l.rel, "etc-") {
+			script := "#!/bin/sh\ntouch " + marker + "\n"
+			body := []byte(script + strings.Repeat("#", int(l.size)-len(script)))
+			write(t, filepath.Join(tmp, l.rel), string(body))
+			_ = os.Chmod(filepath.Join(tmp, l.rel), 0o755)
+		}
+	}
+	_ = filepath.Walk(planted, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 65534, 65534) })
+	cmd := exec.Command(nwBin(t), "exec", "--", "/bin/cat", "/etc/passwd")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	out, _ := cmd.CombinedOutput()
+	if strings.Contains(string(out), "EVILUSER") {
+		t.Errorf("another user's cache in $TMPDIR chose the sandbox's /etc: %s", out)
+	}
+	serve(tmp)
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("srt-mcp serve ran a binary another user planted in $TMPDIR")
+	}
+}
+
+// Class 9: nothing inside tells the next attack where srt-mcp keeps its
+// state or binary: no host path of srt-mcp's own in /proc/self/mountinfo
+// or on PID 1's command line, no session or instance id.
+func TestHostileNoHostFactsInside(t *testing.T) {
+	bin, _ := filepath.EvalSymlinks(nwBin(t))
+	w := sbDir(t)
+	r := sh(t, w, []string{"--allow-write", "."}, `cat /proc/self/mountinfo; tr '\0' ' ' < /proc/1/cmdline; echo; ls -la /proc/self/fd/ 2>&1`)
+	inside := r.stdout
+	for _, leak := range []string{bin, filepath.Dir(bin) + "/", "/srt-mcp-", "srt-mcp/init"} {
+		if strings.Contains(inside, leak) {
+			t.Errorf("the sandbox sees %q:\n%s", leak, inside)
+		}
+	}
+	// Through the server: a session's own id and the instance's do not
+	// show either.
+	d := startData(t, []string{"--backend", "native"})
+	res, _ := d.call("execute_code", map[string]any{"command": "cat /proc/self/mountinfo; tr '\\0' ' ' < /proc/1/cmdline", "session_id": "sess_0123456789ab"})
+	out := fmt.Sprint(res)
+	if !strings.Contains(out, " /mnt/data ") || fmt.Sprint(res["exit_code"]) != "0" {
+		t.Fatalf("the session's run did not show its mounts: %s", out)
+	}
+	insts, _ := os.ReadDir(filepath.Join(d.state, "sessions"))
+	leaks := []string{"sess_0123456789ab", bin}
+	for _, i := range insts {
+		leaks = append(leaks, i.Name())
+	}
+	for _, leak := range leaks {
+		if strings.Contains(out, leak) {
+			t.Errorf("a session's sandbox sees %q:\n%s", leak, out)
+		}
+	}
 }

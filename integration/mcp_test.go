@@ -63,7 +63,7 @@ func freePort(t *testing.T) int {
 func startServe(t *testing.T, extra ...string) *mcpServer {
 	t.Helper()
 	port := freePort(t)
-	home := t.TempDir()
+	home := reachableTempDir(t)
 	args := append([]string{"serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port)}, extra...)
 	if !contains(extra, "--state-dir") {
 		args = append(args, "--state-dir", filepath.Join(home, "state"))

@@ -133,7 +133,7 @@ func (s *Server) addDataTools(dc DataConfig) {
 // session's cache starts from: matplotlib's font list then costs its half
 // second once per server instead of once per session.
 func (s *Server) buildCacheTemplate() {
-	tmp, err := os.MkdirTemp(s.data.Sessions.StateDir(), "cache-build-")
+	tmp, err := s.data.Sessions.MkdirTemp("cache-build-")
 	if err != nil {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -458,9 +459,11 @@ func (s *Server) specFor(a execArgs) (runner.Spec, error) {
 	if cwd == "" {
 		cwd = "/tmp"
 	}
-	if !strings.HasPrefix(cwd, "/") {
+	if !strings.HasPrefix(cwd, "/") || strings.IndexByte(cwd, 0) >= 0 {
 		return runner.Spec{}, &policy.Error{Code: "invalid_path", Field: "working_directory", Value: cwd, Message: "must be an absolute path (for example /tmp)"}
 	}
+	// Clean first, then check: "/tmp/../etc" is /etc.
+	cwd = path.Clean(cwd)
 	var call policy.Policy
 	if a.SandboxConfig != nil {
 		if a.SandboxConfig.Network != nil {

@@ -263,11 +263,15 @@ func ExpandPath(entry, cwd, home string) string {
 	}
 }
 
-// Within reports whether path p is root or below it. Both must be clean and
-// absolute.
+// Within reports whether path p is root or below it. Both must be
+// absolute; both are cleaned first, so "/tmp/../etc" is not within /tmp.
 func Within(p, root string) bool {
+	if !filepath.IsAbs(p) || !filepath.IsAbs(root) {
+		return false
+	}
+	p, root = filepath.Clean(p), filepath.Clean(root)
 	if root == "/" {
-		return strings.HasPrefix(p, "/")
+		return true
 	}
 	return p == root || strings.HasPrefix(p, root+"/")
 }

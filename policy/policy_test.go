@@ -23,6 +23,7 @@ func TestWithin(t *testing.T) {
 	}{
 		{"/a", "/a", true}, {"/a/b", "/a", true}, {"/ab", "/a", false}, {"/a", "/a/b", false},
 		{"/", "/", true}, {"/x", "/", true}, {"/tmp/x", "/tmp", true}, {"/tmpx", "/tmp", false},
+		{"/tmp/../etc", "/tmp", false}, {"/tmp/x/../../etc", "/tmp", false}, {"/tmp/./x", "/tmp", true}, {"tmp/x", "/tmp", false}, {"/etc", "/tmp/..", true},
 	} {
 		if got := Within(tc.p, tc.root); got != tc.want {
 			t.Errorf("Within(%q, %q) = %v", tc.p, tc.root, got)

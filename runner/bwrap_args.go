@@ -16,6 +16,12 @@ type BwrapOptions struct {
 	// reaper (used with srt-mcp's non-dumpable init where Landlock is
 	// missing).
 	AsPID1 bool
+	// SourceFDs maps the index of a bind mount in plan.Mounts to the fd
+	// (in bwrap) of its source, opened by the runner after the plan was
+	// checked: bwrap mounts that object (--bind-fd, --ro-bind-fd), not
+	// whatever the path names by then, and the command line shows no host
+	// path. Binds without an fd are by path.
+	SourceFDs map[int]int
 }
 
 // SandboxHostname is the host name every sandbox sees.
@@ -52,12 +58,23 @@ func BwrapArgs(plan *Plan, o BwrapOptions) []string {
 	if o.JSONStatusFD > 0 {
 		a = append(a, "--json-status-fd", strconv.Itoa(o.JSONStatusFD))
 	}
-	for _, m := range plan.Mounts {
+	for i, m := range plan.Mounts {
+		fd, byFD := o.SourceFDs[i]
+		switch {
+		case m.Kind == MountRO && byFD:
+			a = append(a, "--ro-bind-fd", strconv.Itoa(fd), m.Dst)
+		case m.Kind == MountRW && byFD:
+			a = append(a, "--bind-fd", strconv.Itoa(fd), m.Dst)
+		}
 		switch m.Kind {
 		case MountRO:
-			a = append(a, "--ro-bind", m.Src, m.Dst)
+			if !byFD {
+				a = append(a, "--ro-bind", m.Src, m.Dst)
+			}
 		case MountRW:
-			a = append(a, "--bind", m.Src, m.Dst)
+			if !byFD {
+				a = append(a, "--bind", m.Src, m.Dst)
+			}
 		case MountTmpfs:
 			if m.Size > 0 {
 				a = append(a, "--size", strconv.FormatInt(m.Size, 10))

@@ -4,12 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 )
@@ -24,31 +24,112 @@ import (
 // root-only configs never appear even when their parent is listed), and
 // symlinks as symlinks. It is rebuilt when any mirrored directory or
 // top-level entry changes (package updates replace files by rename, which
-// changes the directory), under a per-user directory in the host's /tmp
-// that no sandbox can see: the host's /tmp is never mounted.
+// changes the directory). It lives in the runner's private cache directory
+// (CacheRoot), never in a place another local user can write: whoever
+// could write it would choose the /etc (and sitecustomize.py) of every
+// sandbox.
 
 var etcViewMu sync.Mutex
 
-// EtcViewRoot is where the per-user mirrors live; it is reserved in
-// policies (no allow or deny entry may name it).
-func EtcViewRoot() string {
-	return filepath.Join(os.TempDir(), "srt-mcp-"+strconv.Itoa(os.Getuid()))
+// CacheRoot returns the runner's private cache directory, creating it 0700:
+// dir when the caller named one, else $XDG_RUNTIME_DIR/srt-mcp,
+// $XDG_CACHE_HOME/srt-mcp or ~/.cache/srt-mcp, or /run/srt-mcp as root. It
+// refuses (and returns "") a directory that is not owned by the runner's
+// user, that others may write, or that has an ancestor another user could
+// change (see checkPrivateDir). The path returned is canonical.
+func CacheRoot(dir string) (string, error) {
+	var candidates []string
+	switch {
+	case dir != "":
+		candidates = []string{dir}
+	case os.Geteuid() == 0:
+		candidates = []string{"/run/srt-mcp"}
+	default:
+		if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+			candidates = append(candidates, filepath.Join(x, "srt-mcp"))
+		}
+		if c, err := os.UserCacheDir(); err == nil && filepath.IsAbs(c) {
+			candidates = append(candidates, filepath.Join(c, "srt-mcp"))
+		}
+	}
+	var lastErr error = errors.New("no private cache directory (set XDG_RUNTIME_DIR or HOME)")
+	for _, c := range candidates {
+		if err := os.MkdirAll(filepath.Dir(c), 0o700); err != nil {
+			lastErr = err
+			continue
+		}
+		// 0711 as root: the sandbox user's bwrap must be able to reach
+		// the mirror (it resolves mount sources by path), not list or
+		// change anything here.
+		mode := os.FileMode(0o700)
+		if os.Geteuid() == 0 {
+			mode = 0o711
+		}
+		if err := os.Mkdir(c, mode); err != nil && !os.IsExist(err) {
+			lastErr = err
+			continue
+		}
+		canon, err := filepath.EvalSymlinks(c)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if err := checkPrivateDir(canon); err != nil {
+			lastErr = err
+			continue
+		}
+		return canon, nil
+	}
+	return "", lastErr
+}
+
+// checkPrivateDir checks that dir (canonical) is a directory owned by us,
+// that nobody else may write, and that every directory above it belongs to
+// us or root and is not writable by others unless sticky (as /tmp is: then
+// others cannot rename or remove what is ours in it).
+func checkPrivateDir(dir string) error {
+	me := os.Geteuid()
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	owner, ok := ownerOf(fi)
+	if !fi.IsDir() || !ok || owner != me || fi.Mode().Perm()&0o066 != 0 {
+		return fmt.Errorf("%s is not a private directory (mode 0700 or 0711, owned by uid %d); remove it or fix its owner and mode", dir, me)
+	}
+	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		owner, ok := ownerOf(fi)
+		if !fi.IsDir() || !ok || (owner != 0 && owner != me) {
+			return fmt.Errorf("%s, above srt-mcp's cache %s, belongs to uid %d: another user could replace the cache", p, dir, owner)
+		}
+		if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
+			return fmt.Errorf("%s, above srt-mcp's cache %s, is writable by others and not sticky: another user could replace the cache", p, dir)
+		}
+		if p == "/" {
+			return nil
+		}
+	}
 }
 
 // EtcView returns an up-to-date mirror of the given /etc entries (relative
-// names) under root, building it if needed. src is the host's /etc. The
-// common case, an unchanged /etc, costs one small file read and a stat of
-// each mirrored directory and top-level entry.
+// names) under root (a CacheRoot), building it if needed. src is the host's
+// /etc. The common case, an unchanged /etc, costs one small file read and a
+// stat of each mirrored directory and top-level entry. root is
+// owner-checked before anything in it is read.
 func EtcView(root, src string, entries []string) (string, error) {
 	etcViewMu.Lock()
 	defer etcViewMu.Unlock()
+	if err := checkPrivateDir(root); err != nil {
+		return "", err
+	}
 	manifest := filepath.Join(root, "etc-current.json")
 	var cur etcManifest
-	if b, err := os.ReadFile(manifest); err == nil && json.Unmarshal(b, &cur) == nil && cur.valid(src, entries) {
+	if b, err := os.ReadFile(manifest); err == nil && json.Unmarshal(b, &cur) == nil && filepath.Dir(cur.Dir) == root && cur.valid(src, entries) {
 		return cur.Dir, nil
-	}
-	if err := ensurePrivateDir(root); err != nil {
-		return "", err
 	}
 	m := newEtcManifest(src, entries)
 	dir := filepath.Join(root, "etc-"+m.stamp())
@@ -180,23 +261,6 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return err
-	}
-	return nil
-}
-
-// ensurePrivateDir creates dir 0700 or checks that an existing one is a real
-// directory owned by us and not writable by others (the host's /tmp is
-// shared with other users).
-func ensurePrivateDir(dir string) error {
-	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 || !ownedByMe(fi) {
-		return fmt.Errorf("%s is not a private directory owned by uid %d; remove it", dir, os.Getuid())
 	}
 	return nil
 }

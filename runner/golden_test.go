@@ -23,7 +23,8 @@ var goldenPlans = map[string]*Plan{
 			{Kind: MountRO, Src: "/usr", Dst: "/usr"},
 			{Kind: MountTmpfs, Dst: "/dev/shm", Size: 536870912},
 			{Kind: MountDir, Dst: "/tmp/home"},
-			{Kind: MountRO, Src: "/usr/local/bin/srt-mcp", Dst: SandboxSelf},
+			{Kind: MountRO, Src: "/proc/sys", Dst: "/proc/sys", System: true},
+			{Kind: MountHideFile, Dst: "/proc/kcore"},
 			{Kind: MountRO, Src: "/home/u/proj", Dst: "/home/u/proj"},
 			{Kind: MountRemountRO, Dst: "/dev"},
 			{Kind: MountRemountRO, Dst: "/"},
@@ -72,8 +73,23 @@ func TestGoldenBwrapArgs(t *testing.T) {
 			if asPID1 {
 				suffix = "-pid1"
 			}
-			args := BwrapArgs(plan, BwrapOptions{JSONStatusFD: 5, Command: []string{SandboxSelf, ModeExec}, AsPID1: asPID1})
+			args := BwrapArgs(plan, BwrapOptions{JSONStatusFD: 5, Command: []string{sandboxSelf, ModeExec}, AsPID1: asPID1})
 			checkGolden(t, name+suffix+".bwrap", strings.Join(args, "\n")+"\n")
+		}
+		// As the runner starts it: every bind source but /proc's by
+		// descriptor, so no host path is on the command line.
+		fds := map[int]int{}
+		for i, m := range plan.Mounts {
+			if (m.Kind == MountRO || m.Kind == MountRW) && !strings.HasPrefix(m.Src, "/proc/") {
+				fds[i] = fdFirstMount + len(fds)
+			}
+		}
+		args := BwrapArgs(plan, BwrapOptions{JSONStatusFD: 5, Command: []string{sandboxSelf, ModeExec}, SourceFDs: fds})
+		checkGolden(t, name+"-fds.bwrap", strings.Join(args, "\n")+"\n")
+		for i := 0; i < len(args)-1; i++ {
+			if (args[i] == "--bind" || args[i] == "--ro-bind") && !strings.HasPrefix(args[i+1], "/proc/") && args[i+1] != "/dev/null" {
+				t.Errorf("%s %s: a source by path", args[i], args[i+1])
+			}
 		}
 	}
 }

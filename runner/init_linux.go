@@ -16,6 +16,8 @@ import (
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
+
+	"github.com/srt-mcp/srt-mcp/nofollow"
 )
 
 // execMain is the exec stage ("srt-mcp __srt-exec"), pid 2 of the sandbox:
@@ -47,6 +49,9 @@ func execMain() int {
 	}
 	if err := verifyInside(cfg.PID); err != nil {
 		return fail(ErrCodeVerification, "%v", err)
+	}
+	if err := verifyMounted(cfg.Mounted); err != nil {
+		return fail(ErrCodeVerification, "%v; refusing to run", err)
 	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
@@ -152,7 +157,6 @@ func execMain() int {
 // orphans, and when the command exits kills whatever is left and exits
 // with the command's status.
 func initMain() int {
-	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	signal.Ignore(unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGPIPE)
 	up, err := newMsgConn(os.NewFile(fdInit, "srt-init"))
@@ -188,12 +192,18 @@ func initMain() int {
 		return fail(ErrCodeInternal, "pipe: %v", err)
 	}
 	stdio := []*os.File{os.NewFile(fdStdin, "stdin"), os.NewFile(fdStdout, "stdout"), os.NewFile(fdStderr, "stderr")}
+	// The binary goes to the child at a fixed slot: Go's fork may reuse any
+	// fd number not listed here (fd 9 included) while it arranges these.
 	attr := &os.ProcAttr{
 		Env:   []string{},
-		Files: []*os.File{stdio[0], stdio[1], stdio[2], sockChild, cfgR},
+		Files: []*os.File{stdio[0], stdio[1], stdio[2], sockChild, cfgR, os.NewFile(fdSelf, "srt-mcp")},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	}
-	p, err := os.StartProcess(SandboxSelf, []string{"srt-mcp", ModeExec}, attr)
+	p, err := os.StartProcess("/proc/self/fd/5", []string{"srt-mcp", ModeExec}, attr)
+	// Non-dumpable from here on (the exec stage is started through our own
+	// /proc/self/fd, which a non-dumpable process may not use; nothing
+	// untrusted runs before this point).
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	sockChild.Close()
 	cfgR.Close()
 	for _, f := range stdio {
@@ -307,6 +317,30 @@ func verifyInside(wantPid int) error {
 	var st unix.Statfs_t
 	if err := unix.Statfs("/", &st); err != nil || st.Flags&unix.ST_RDONLY == 0 {
 		return errors.New("the sandbox root is writable")
+	}
+	return nil
+}
+
+// verifyMounted checks that each path the runner mounted by descriptor,
+// reached from the sandbox's root without following a link, is the very
+// object the runner opened: a destination swapped for a link (or a source
+// swapped for another directory) while the sandbox was being built shows
+// up here.
+func verifyMounted(ms []mountedObject) error {
+	for _, m := range ms {
+		f, err := nofollow.Open(m.Dst, unix.O_PATH)
+		if err != nil {
+			return fmt.Errorf("%s is not reachable without following a link (%v)", m.Dst, err)
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(int(f.Fd()), &st)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("stat %s: %v", m.Dst, err)
+		}
+		if uint64(st.Dev) != m.Dev || st.Ino != m.Ino {
+			return fmt.Errorf("%s is not the object the runner mounted there (it changed during start-up)", m.Dst)
+		}
 	}
 	return nil
 }

@@ -9,6 +9,11 @@ package runner
 //	5  bwrap's own --json-status-fd (PID 1 of the sandbox, its exit code)
 //	6-8 the command's stdin, stdout, stderr (bwrap's own stdio is its
 //	   diagnostics, read by the runner)
+//	9  the srt-mcp binary, read-only: bwrap executes /proc/self/fd/9, so the
+//	   binary is never mounted and its host path never shows inside
+//	10- the sources of the bind mounts, O_PATH descriptors the runner opened
+//	   after checking the plan (bwrap's --bind-fd; it closes them once
+//	   mounted)
 //
 // The sandbox side is the exec stage ("srt-mcp __srt-exec", pid 2 under
 // bwrap's PID 1). Where Landlock is missing it is started by our own PID 1
@@ -67,6 +72,18 @@ type initConfig struct {
 	// Proxy asks the exec stage to open the HTTP (3128) and SOCKS5 (1080)
 	// proxy listeners on the sandbox's loopback and hand them to the runner.
 	Proxy bool `json:"proxy,omitempty"`
+	// Mounted are the objects the runner mounted by descriptor: the exec
+	// stage checks, from inside, that each path (reached without following
+	// a link) is that very object before the command runs.
+	Mounted []mountedObject `json:"mounted,omitempty"`
+}
+
+// mountedObject is one bind mount's destination and the identity of the
+// source the runner opened for it.
+type mountedObject struct {
+	Dst string `json:"dst"`
+	Dev uint64 `json:"dev"`
+	Ino uint64 `json:"ino"`
 }
 
 // rlimits are applied by the exec stage, inside the user namespace, so that
@@ -93,4 +110,9 @@ const (
 	fdStdin      = 6
 	fdStdout     = 7
 	fdStderr     = 8
+	fdSelf       = 9
+	fdFirstMount = 10
 )
+
+// sandboxSelf is how the sandbox side executes the srt-mcp binary.
+const sandboxSelf = "/proc/self/fd/9"

@@ -4,11 +4,14 @@ package runner
 
 import (
 	"io/fs"
-	"os"
 	"syscall"
 )
 
-func ownedByMe(fi fs.FileInfo) bool {
+// ownerOf returns the uid that owns the file fi describes.
+func ownerOf(fi fs.FileInfo) (int, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Getuid()
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
 }

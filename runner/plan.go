@@ -37,6 +37,11 @@ type Mount struct {
 	Src  string    `json:"src,omitempty"`
 	Dst  string    `json:"dst"`
 	Size int64     `json:"size,omitempty"`
+	// System marks a source only the host's administrator can change (the
+	// system view, /etc, /proc): it is opened following links. Every other
+	// source is opened without following any link and mounted by
+	// descriptor.
+	System bool `json:"system,omitempty"`
 }
 
 // Fixed paths inside every sandbox.
@@ -44,12 +49,15 @@ const (
 	SandboxTmp  = "/tmp"
 	SandboxHome = "/tmp/home"
 	SandboxShm  = "/dev/shm"
-	// SandboxSelf is where the srt-mcp binary is mounted read-only so the
-	// exec stage (and the fallback PID 1) can run. It lives in the
-	// sandbox's own /dev, the one directory that is always a fresh tmpfs of
-	// ours (and read-only once set up), even when a policy binds the host's
-	// root.
-	SandboxSelf = "/dev/.srt-mcp/init"
+)
+
+// The parts of /proc Docker keeps from containers: read-only (procReadOnly)
+// or masked (files by /dev/null, directories by an empty read-only tmpfs).
+// Whichever exist on the host are treated so in every sandbox.
+var (
+	procReadOnly    = []string{"sys", "sysrq-trigger", "irq", "bus", "fs"}
+	procMaskedFiles = []string{"kcore", "keys", "timer_list", "timer_stats", "sched_debug", "latency_stats"}
+	procMaskedDirs  = []string{"acpi", "asound", "scsi"}
 )
 
 // DefaultTmpBytes is the size of the private /tmp when the policy sets none.
@@ -72,6 +80,8 @@ type Plan struct {
 	DenyWriteGlobs []string `json:"deny_write_globs,omitempty"`
 	// AllowGitConfig: .git/config is not a protected name.
 	AllowGitConfig bool `json:"allow_git_config,omitempty"`
+	// PrivateCwd: Cwd is a directory of the sandbox's own /tmp.
+	PrivateCwd bool `json:"private_cwd,omitempty"`
 }
 
 // WritableRoot is one writable directory of the sandbox.
@@ -85,7 +95,6 @@ type PlanInput struct {
 	FS       policy.Filesystem
 	Cwd      string // absolute
 	Home     string // absolute; for "~"
-	Self     string // host path of the srt-mcp binary ("" to omit)
 	Extra    []ExtraMount
 	TmpBytes int64
 	// Root is prepended to every host path that is read (tests use a fake
@@ -106,6 +115,11 @@ type PlanInput struct {
 	// bound at /etc in one mount instead of one mount per entry. It is not
 	// used when an allow entry lands inside /etc.
 	EtcDir string
+	// ProcDir is the host procfs consulted for which of Docker's masked
+	// /proc paths exist ("" = /proc; tests use a fake one).
+	ProcDir string
+	// Reserved are host paths no entry may name (srt-mcp's own caches).
+	Reserved []string
 }
 
 type ruleKind int
@@ -159,6 +173,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	if !filepath.IsAbs(in.Cwd) {
 		return nil, errorf(ErrCodeInvalidCwd, "working directory %q is not absolute", in.Cwd)
 	}
+	in.Cwd = filepath.Clean(in.Cwd) // clean first, then check: /tmp/../etc is /etc
 	if in.Home == "" {
 		in.Home = "/"
 	}
@@ -173,7 +188,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	}
 	if r.privateCwd(filepath.Clean(in.Cwd)) {
 		// A directory of the sandbox's own /tmp: nothing of the host.
-		plan := &Plan{Cwd: filepath.Clean(in.Cwd)}
+		plan := &Plan{Cwd: filepath.Clean(in.Cwd), PrivateCwd: true}
 		return r.finish(plan, plan.Cwd)
 	}
 	cwd, err := r.canonical(in.Cwd)
@@ -249,9 +264,7 @@ func (r *resolver) finish(plan *Plan, cwd string) (*Plan, error) {
 		{Kind: MountTmpfs, Dst: SandboxTmp, Size: tmp},
 		{Kind: MountDir, Dst: SandboxHome},
 	}
-	if in.Self != "" {
-		fixed = append(fixed, Mount{Kind: MountRO, Src: in.Self, Dst: SandboxSelf})
-	}
+	fixed = append(fixed, procMounts(in.ProcDir)...)
 	if r.privateCwd(plan.Cwd) && plan.Cwd != SandboxTmp {
 		fixed = append(fixed, Mount{Kind: MountDir, Dst: plan.Cwd})
 	}
@@ -370,10 +383,7 @@ func (r *resolver) userRules(cwd string, plan *Plan) ([]rule, error) {
 	// (the server's state directory) stay out of reach even when a policy
 	// exposes a directory above them; no entry may name what is inside.
 	r.hidden = nil
-	hide := append([]string(nil), r.in.Hide...)
-	if r.in.Root == "" {
-		hide = append(hide, EtcViewRoot())
-	}
+	hide := append(append([]string(nil), r.in.Hide...), r.in.Reserved...)
 	for _, h := range hide {
 		if canon, err := r.canonical(h); err == nil {
 			r.hidden = append(r.hidden, canon)
@@ -381,6 +391,11 @@ func (r *resolver) userRules(cwd string, plan *Plan) ([]rule, error) {
 	}
 	var out []rule
 	if cwd != "/" && !r.privateCwd(cwd) && !r.inExtra(cwd) && r.hiddenBy(cwd) == "" {
+		// The working directory is read like any allow_read entry: within
+		// the operator's ceiling, where it really is.
+		if err := r.checkCeiling(kAllowRead, cwd, "working_directory", r.in.Cwd); err != nil {
+			return nil, err
+		}
 		out = append(out, rule{kind: kAllowRead, src: cwd, dst: cwd, isDir: true, field: "cwd"})
 	}
 	add := func(kind ruleKind, name string, entries []string) error {
@@ -444,7 +459,7 @@ func (r *resolver) userRules(cwd string, plan *Plan) ([]rule, error) {
 		if err != nil {
 			return nil, errorf(ErrCodeInvalidSpec, "%s %q: %v", field, m.Src, plainErr(err))
 		}
-		if err := checkReserved(filepath.Clean(m.Dst)); err != "" {
+		if err := r.checkReserved(filepath.Clean(m.Dst)); err != "" {
 			return nil, errorf(ErrCodeInvalidSpec, "%s dst %q: %s", field, m.Dst, err)
 		}
 		kind := kExtraRO
@@ -503,7 +518,7 @@ func (r *resolver) expand(entry, cwd, field string, kind ruleKind) ([]expanded, 
 	bad := func(msg string) error {
 		return &policy.Error{Code: policy.CodeInvalidPath, Field: field, Value: entry, Message: msg}
 	}
-	if reason := checkReserved(abs); reason != "" {
+	if reason := r.checkReserved(abs); reason != "" {
 		return nil, bad(reason)
 	}
 	var candidates []string
@@ -544,7 +559,7 @@ func (r *resolver) expand(entry, cwd, field string, kind ruleKind) ([]expanded, 
 		if canon == SandboxTmp || canon == SandboxShm {
 			continue // the sandbox's own private /tmp; the host's is never shared
 		}
-		if reason := checkReserved(canon); reason != "" {
+		if reason := r.checkReserved(canon); reason != "" {
 			return nil, bad(fmt.Sprintf("resolves to %s: %s", canon, reason))
 		}
 		if h := r.hiddenBy(canon); h != "" {
@@ -562,14 +577,16 @@ func (r *resolver) expand(entry, cwd, field string, kind ruleKind) ([]expanded, 
 	return out, nil
 }
 
-func checkReserved(p string) string {
-	for _, r := range []string{"/proc", "/dev"} {
-		if policy.Within(p, r) {
-			return r + " is provided by the sandbox itself; remove the entry"
+func (r *resolver) checkReserved(p string) string {
+	for _, d := range []string{"/proc", "/dev"} {
+		if policy.Within(p, d) {
+			return d + " is provided by the sandbox itself; remove the entry"
 		}
 	}
-	if policy.Within(p, EtcViewRoot()) {
-		return "srt-mcp's own cache of the sandbox's /etc may not be named; remove the entry"
+	for _, d := range r.in.Reserved {
+		if policy.Within(p, d) {
+			return "srt-mcp's own cache directory may not be named; remove the entry"
+		}
 	}
 	return ""
 }
@@ -738,6 +755,35 @@ func (r *resolver) findProtected(root string) ([]protectedName, error) {
 	return found, nil
 }
 
+// procMounts makes Docker's read-only and masked /proc paths so in the
+// sandbox's own procfs, for those the host's has.
+func procMounts(procDir string) []Mount {
+	if procDir == "" {
+		procDir = "/proc"
+	}
+	var out []Mount
+	exists := func(name string) (os.FileInfo, bool) {
+		fi, err := os.Lstat(filepath.Join(procDir, name))
+		return fi, err == nil
+	}
+	for _, n := range procReadOnly {
+		if _, ok := exists(n); ok {
+			out = append(out, Mount{Kind: MountRO, Src: "/proc/" + n, Dst: "/proc/" + n, System: true})
+		}
+	}
+	for _, n := range procMaskedFiles {
+		if fi, ok := exists(n); ok && !fi.IsDir() {
+			out = append(out, Mount{Kind: MountHideFile, Dst: "/proc/" + n})
+		}
+	}
+	for _, n := range procMaskedDirs {
+		if fi, ok := exists(n); ok && fi.IsDir() {
+			out = append(out, Mount{Kind: MountTmpfs, Dst: "/proc/" + n, Size: 4096})
+		}
+	}
+	return out
+}
+
 // evaluate applies the precedence rules in depth order and returns the
 // mounts to make (without the fixed ones) and the resulting state per path.
 //
@@ -847,7 +893,7 @@ func evaluate(rules []rule) ([]Mount, map[string]state) {
 			}
 		case st == stRO && src != nil:
 			if inh != stRO || src.src != dst || src.kind == kExtraRO {
-				mounts = append(mounts, Mount{Kind: MountRO, Src: src.src, Dst: dst})
+				mounts = append(mounts, Mount{Kind: MountRO, Src: src.src, Dst: dst, System: src.kind == kSystem})
 			}
 		case st == stRW && src != nil:
 			if inh != stRW || src.src != dst || pinned {

@@ -56,9 +56,22 @@ var baseHost = []string{
 	"var/lib/x", "root/.bashrc",
 }
 
+// procMask reports whether dst is one of Docker's read-only or masked
+// /proc paths.
+func procMask(dst string) bool {
+	for _, l := range [][]string{procReadOnly, procMaskedFiles, procMaskedDirs} {
+		for _, n := range l {
+			if dst == "/proc/"+n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func planInput(root string, fs policy.Filesystem) PlanInput {
 	return PlanInput{
-		FS: fs, Cwd: "/home/u/proj", Home: "/home/u", Root: root,
+		FS: fs, Cwd: "/home/u/proj", Home: "/home/u", Root: root, ProcDir: filepath.Join(root, "proc"),
 		SystemView: []string{"/usr", "/bin", "/lib", "/lib64", "/sbin"},
 		SystemEtc:  []string{"passwd", "hosts", "ssl", "localtime", "missing"},
 	}
@@ -117,8 +130,8 @@ func checkPlan(t *testing.T, p *Plan) {
 			t.Errorf("%s is mounted twice (mounts %d and %d): %+v", m.Dst, j, i, p.Mounts)
 		}
 		at[m.Dst] = i
-		if (policy.Within(m.Dst, "/proc") && m.Kind != MountProc) ||
-			(policy.Within(m.Dst, "/dev") && m.Dst != "/dev" && m.Dst != SandboxShm && m.Dst != SandboxSelf) {
+		if (policy.Within(m.Dst, "/proc") && m.Kind != MountProc && !procMask(m.Dst)) ||
+			(policy.Within(m.Dst, "/dev") && m.Dst != "/dev" && m.Dst != SandboxShm) {
 			t.Errorf("mount %d (%s %s) lands in the sandbox's own /proc or /dev", i, m.Kind, m.Dst)
 		}
 	}
@@ -287,11 +300,16 @@ func TestPlanSystemViewAndCwd(t *testing.T) {
 	if len(p.Writable) != 0 || len(p.Protected) != 0 {
 		t.Errorf("nothing writable or protected without allow_write: %+v %+v", p.Writable, p.Protected)
 	}
-	// Self and TmpBytes.
+	// TmpBytes. The srt-mcp binary is never mounted: the sandbox runs it
+	// through an inherited descriptor.
 	in := planInput(root, policy.Filesystem{})
-	in.Self, in.TmpBytes = "/opt/srt-mcp", 8<<20
+	in.TmpBytes = 8 << 20
 	p = mustPlan(t, in)
-	wantMount(t, p, MountRO, "/opt/srt-mcp", SandboxSelf)
+	for _, m := range p.Mounts {
+		if strings.Contains(m.Src, "srt-mcp") || strings.Contains(m.Dst, "srt-mcp") {
+			t.Errorf("a mount names srt-mcp: %+v", m)
+		}
+	}
 	if m := mountAt(p, "/tmp"); m == nil || m.Size != 8<<20 {
 		t.Errorf("/tmp: %+v, want a tmpfs of 8 MiB", m)
 	}
@@ -691,7 +709,9 @@ func TestPlanCeiling(t *testing.T) {
 	root := fakeHost(t, append(baseHost, "work/a/", "home/u/proj/out -> ../../../srv/out", "srv/out/")...)
 	in := planInput(root, policy.Filesystem{AllowWrite: []string{"/work/a"}})
 	in.Ceiling = &Ceiling{Write: []string{"/work"}}
+	in.Cwd = "/work"
 	mustPlan(t, in)
+	in.Cwd = "/home/u/proj"
 	// A link inside the ceiling that points outside it is refused.
 	in.FS = policy.Filesystem{AllowWrite: []string{"/work/a", "out"}}
 	in.Ceiling = &Ceiling{Write: []string{"/work", "/home/u/proj"}}
@@ -773,4 +793,44 @@ func TestPlanProtectedNameThatIsALink(t *testing.T) {
 	wantMount(t, p, MountRW, "/home/u/proj/dotfiles", "/home/u/proj/dotfiles")
 	wantNoMount(t, p, "/home/u/proj/.bashrc")
 	wantNoMount(t, p, "/home/u/proj/.zshrc")
+}
+
+func TestPlanProcMasks(t *testing.T) {
+	root := fakeHost(t, append(baseHost, "proc/sys/kernel/core_pattern", "proc/sysrq-trigger", "proc/kcore", "proc/acpi/",
+		"proc/irq/", "proc/keys")...)
+	p := buildPlan(t, root, policy.Filesystem{})
+	// Read-only: the host's own entries, bound over the sandbox's procfs.
+	wantMount(t, p, MountRO, "/proc/sys", "/proc/sys")
+	wantMount(t, p, MountRO, "/proc/sysrq-trigger", "/proc/sysrq-trigger")
+	wantMount(t, p, MountRO, "/proc/irq", "/proc/irq")
+	// Masked: unreadable files, empty read-only directories.
+	wantMount(t, p, MountHideFile, "", "/proc/kcore")
+	wantMount(t, p, MountHideFile, "", "/proc/keys")
+	wantMount(t, p, MountTmpfs, "", "/proc/acpi")
+	wantMount(t, p, MountRemountRO, "", "/proc/acpi")
+	// Absent on this host: nothing.
+	wantNoMount(t, p, "/proc/bus")
+	wantNoMount(t, p, "/proc/timer_list")
+	if m := mountAt(p, "/proc/sys"); m == nil || !m.System {
+		t.Errorf("/proc/sys should be a system mount (by path): %+v", m)
+	}
+}
+
+func TestPlanCwdIsCleanedAndWithinTheCeiling(t *testing.T) {
+	root := fakeHost(t, append(baseHost, "tmp/work/x")...)
+	in := planInput(root, policy.Filesystem{})
+	in.Ceiling = &Ceiling{Read: []string{"/tmp"}}
+	for _, cwd := range []string{"/tmp/../etc", "/tmp/work/../../home/u/proj", "/home/u/proj"} {
+		in.Cwd = cwd
+		if p, err := BuildPlan(in); err == nil {
+			t.Errorf("cwd %s outside the ceiling was accepted: %+v", cwd, p.Mounts)
+		} else if !strings.Contains(err.Error(), "ceiling") {
+			t.Errorf("cwd %s: %v", cwd, err)
+		}
+	}
+	in.Cwd = "/tmp/work/./"
+	p := mustPlan(t, in)
+	if p.Cwd != "/tmp/work" {
+		t.Errorf("cwd = %s", p.Cwd)
+	}
 }

@@ -92,6 +92,15 @@ type Spec struct {
 	// with Landlock scoping where the kernel has Landlock, else srt-mcp's
 	// own non-dumpable init; "srt" forces srt-mcp's init.
 	Init string `json:"init,omitempty"`
+	// User is the host identity the sandbox runs as when the runner runs as
+	// root (nil: DefaultSandboxUser). It is never uid or gid 0. A runner
+	// that is not root runs the sandbox as its own uid and ignores it.
+	User *SandboxUser `json:"user,omitempty"`
+	// CacheDir is a private directory of the caller's where the runner may
+	// keep caches (the sandbox's /etc view); it is owner-checked before use.
+	// "" picks $XDG_RUNTIME_DIR/srt-mcp or ~/.cache/srt-mcp, or /run/srt-mcp
+	// as root.
+	CacheDir string `json:"cache_dir,omitempty"`
 }
 
 // Ceiling lists the host paths a call may read or write at most.

@@ -167,9 +167,15 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 	if home == "" {
 		home, _ = os.UserHomeDir()
 	}
-	ed := etcDir()
+	var reserved []string
+	cache, _ := CacheRoot(s.CacheDir) // none usable: /etc is bound entry by entry
+	if cache != "" {
+		reserved = []string{cache}
+	}
+	ed := etcDir(cache)
 	tr("etcdir")
-	plan, err := BuildPlan(PlanInput{FS: s.Policy.Filesystem, Cwd: s.Cwd, Home: home, Self: opts.Self, Extra: s.Mounts, TmpBytes: s.Policy.Limits.TmpBytes, EtcDir: ed, Ceiling: s.Ceiling, PrivateCwd: s.PrivateCwd, Hide: s.Hide})
+	plan, err := BuildPlan(PlanInput{FS: s.Policy.Filesystem, Cwd: s.Cwd, Home: home, Extra: s.Mounts, TmpBytes: s.Policy.Limits.TmpBytes,
+		EtcDir: ed, Ceiling: s.Ceiling, PrivateCwd: s.PrivateCwd, Hide: s.Hide, Reserved: reserved})
 	tr("planned")
 	if err != nil {
 		return err

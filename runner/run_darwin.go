@@ -124,4 +124,4 @@ func (p *seatbeltProc) kill() {
 func FindBwrap() (string, error) { return "", fmt.Errorf("bubblewrap is Linux-only") }
 
 // etcDir: macOS reads /private/etc through the seatbelt profile.
-func etcDir() string { return "" }
+func etcDir(string) string { return "" }

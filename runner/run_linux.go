@@ -68,11 +68,6 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	if !asPID1 {
 		cfg.Landlock = LandlockABI()
 	}
-	cfgBytes, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
-
 	var closers []io.Closer
 	closeAll := func() {
 		for _, c := range closers {
@@ -103,22 +98,71 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		if child[i] == nil {
 			null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 			if err != nil {
+				closeAll()
+				conn.close()
 				return nil, err
 			}
 			closers = append(closers, null)
 			child[i] = null
 		}
 	}
-	cmdArgs := []string{SandboxSelf, ModeExec}
-	if asPID1 {
-		cmdArgs = []string{SandboxSelf, ModeInit}
+	fail := func(e *Error) (sandboxProc, error) {
+		closeAll()
+		conn.close()
+		cfgW.Close()
+		statusR.Close()
+		diagR.Close()
+		return nil, e
 	}
-	args := BwrapArgs(plan, BwrapOptions{JSONStatusFD: fdJSONStatus, Command: cmdArgs, AsPID1: asPID1})
+	// The binary the sandbox side runs, executed through its descriptor.
+	self, err := os.Open(opts.Self)
+	if err != nil {
+		return fail(errorf(ErrCodeUnavailable, "cannot open the srt-mcp binary to run inside the sandbox: %v", err))
+	}
+	closers = append(closers, self)
+	extra := []*os.File{ctlChild, cfgR, statusW, child[0], child[1], child[2], self}
+	// Every bind source, opened now that the plan is checked: a path the
+	// sandbox could change is opened without following any link, and bwrap
+	// mounts the object opened, never the name.
+	sources, sourceFDs, mounted, serr := openSources(plan, fdFirstMount)
+	for _, f := range sources {
+		closers = append(closers, f)
+		extra = append(extra, f)
+	}
+	if serr != nil {
+		return fail(serr)
+	}
+	cfg.Mounted = mounted
+	// As root, the sandbox is an unprivileged host user: bwrap itself is
+	// started as that user and maps it, unprivileged, into its namespace.
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		u := DefaultSandboxUser
+		if r.spec.User != nil {
+			u = *r.spec.User
+		}
+		if err := u.Check(); err != nil {
+			return fail(errorf(ErrCodeInvalidSpec, "%v", err))
+		}
+		if e := checkAccessAs(u, plan, r.spec.Mounts); e != nil {
+			return fail(e)
+		}
+		cred = &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: []uint32{}}
+	}
+	cfgBytes, err := json.Marshal(cfg)
+	if err != nil {
+		return fail(errorf(ErrCodeInternal, "%v", err))
+	}
+	cmdArgs := []string{sandboxSelf, ModeExec}
+	if asPID1 {
+		cmdArgs = []string{sandboxSelf, ModeInit}
+	}
+	args := BwrapArgs(plan, BwrapOptions{JSONStatusFD: fdJSONStatus, Command: cmdArgs, AsPID1: asPID1, SourceFDs: sourceFDs})
 	cmd := exec.Command(bwrap, args...)
 	cmd.Env = []string{} // bwrap, and so the sandbox's /proc/1/environ, get nothing of ours
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, diagW, diagW
-	cmd.ExtraFiles = []*os.File{ctlChild, cfgR, statusW, child[0], child[1], child[2]}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.ExtraFiles = extra
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true, Credential: cred}
 	tr("start")
 	startErr := cmd.Start()
 	closeAll()
@@ -443,10 +487,13 @@ func (b *limitedBuffer) String() string {
 	return b.buf.String()
 }
 
-// etcDir returns the mirror of the host's /etc for this run, "" (one bind
-// per entry) if it cannot be built.
-func etcDir() string {
-	d, err := EtcView(EtcViewRoot(), "/etc", policy.SystemEtc)
+// etcDir returns the mirror of the host's /etc for this run in the cache
+// directory, "" (one bind per entry) if there is none or it cannot be built.
+func etcDir(cache string) string {
+	if cache == "" {
+		return ""
+	}
+	d, err := EtcView(cache, "/etc", policy.SystemEtc)
 	if err != nil {
 		return ""
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -70,8 +71,20 @@ func (c *collector) check(t *testing.T) (stdout, stderr string, end Event) {
 	return out.String(), errb.String(), end
 }
 
+// reachableDir is a fresh directory the sandbox user can enter and read
+// when the tests run as root (sandboxes then run as DefaultSandboxUser).
+func reachableDir(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	if os.Geteuid() == 0 {
+		_ = os.Chmod(filepath.Dir(d), 0o711)
+		_ = os.Chmod(d, 0o755)
+	}
+	return d
+}
+
 func testSpec(t *testing.T, argv ...string) Spec {
-	return Spec{Version: SpecVersion, ID: t.Name(), Argv: argv, Cwd: t.TempDir(), Stdin: StdinNull,
+	return Spec{Version: SpecVersion, ID: t.Name(), Argv: argv, Cwd: reachableDir(t), Stdin: StdinNull,
 		Policy: policy.Policy{Limits: policy.Limits{MaxProcesses: 256, MaxMemoryBytes: 2 << 30}}}
 }
 

@@ -17,6 +17,6 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 // FindBwrap exists on every platform for srt-mcp doctor.
 func FindBwrap() (string, error) { return "", errors.New("bubblewrap is Linux-only") }
 
-func etcDir() string { return "" }
+func etcDir(string) string { return "" }
 
 const ptyInsideSandbox = false

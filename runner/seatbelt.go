@@ -59,9 +59,6 @@ func SeatbeltProfile(plan *Plan, o SeatbeltOptions) string {
 	for _, m := range plan.Mounts {
 		switch m.Kind {
 		case MountRO:
-			if m.Dst == SandboxSelf {
-				continue
-			}
 			w("(allow file-read* (subpath %s))", sbString(m.Src))
 			w("(deny file-write* (subpath %s))", sbString(m.Src))
 		case MountRW:

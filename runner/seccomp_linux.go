@@ -41,11 +41,25 @@ import (
 //	open_by_handle_at, name_to_handle_at
 //	                           host administration; handle opens escape
 //	                           bind mounts
+//	socketpair(AF_UNIX, SOCK_DGRAM)
+//	                           a datagram socket, even one of a pair,
+//	                           sends to any path with sendto(): it would
+//	                           reach a host datagram socket (journald,
+//	                           syslog) in any readable directory
+//	chmod, fchmod, fchmodat, fchmodat2 with S_ISUID or S_ISGID; open,
+//	openat, creat with O_CREAT or O_TMPFILE and those bits; mknod,
+//	mknodat with them
+//	                           a setuid or setgid file in a writable path
+//	                           outlives the run on the host, where any
+//	                           local user could run it as the sandbox's uid
+//	openat2                    ENOSYS: its mode lives in memory seccomp
+//	                           cannot read; libc and runtimes use openat
 //
-// Not blocked, on purpose: socketpair(AF_UNIX) (an anonymous pair reaches
-// nothing outside; Python's multiprocessing needs it), AF_NETLINK (the
-// sandbox's own network namespace has only loopback), AF_INET/AF_INET6 (the
-// network namespace is the boundary; the proxy enforces the allow-list).
+// Not blocked, on purpose: socketpair(AF_UNIX) of streams and seqpackets
+// (a connected pair reaches nothing outside; Python's multiprocessing needs
+// it), AF_NETLINK (the sandbox's own network namespace has only loopback),
+// AF_INET/AF_INET6 (the network namespace is the boundary; the proxy
+// enforces the allow-list).
 //
 // A foreign architecture (32-bit x86 on amd64) kills the process, and on
 // amd64 the x32 ABI returns ENOSYS.
@@ -121,12 +135,21 @@ func seccompProgram() ([]bpf.RawInstruction, error) {
 		p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipFalse: 1}, retErrno(unix.EPERM))
 	}
 	p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CLONE3, SkipFalse: 1}, retErrno(unix.ENOSYS))
+	p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_OPENAT2, SkipFalse: 1}, retErrno(unix.ENOSYS))
 	// Argument checks: each block ends in allow or deny, so the syscall
 	// number is not needed again after it.
 	p = appendArgBlock(p, unix.SYS_SOCKET, 0, blockedSocketDomains, 0)
 	p = appendArgBlock(p, unix.SYS_IOCTL, 1, blockedIoctls, 0)
 	p = appendArgBlock(p, unix.SYS_CLONE, 0, nil, cloneNewFlags)
 	p = appendArgBlock(p, unix.SYS_UNSHARE, 0, nil, cloneNewFlags)
+	p = appendSocketpairBlock(p)
+	for _, sc := range modeSyscalls {
+		if sc.flagsArg < 0 {
+			p = appendArgBlock(p, sc.nr, sc.modeArg, nil, setIDBits)
+		} else {
+			p = appendCreateBlock(p, sc.nr, sc.flagsArg, sc.modeArg)
+		}
+	}
 	p = append(p, bpf.RetConstant{Val: retAllow})
 	return bpf.Assemble(p)
 }
@@ -151,6 +174,58 @@ func appendArgBlock(p []bpf.Instruction, nr uint32, arg int, values []uint32, ma
 	}
 	block = append(block, bpf.RetConstant{Val: retAllow}, retErrno(unix.EPERM))
 	p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipFalse: uint8(len(block))})
+	return append(p, block...)
+}
+
+// setIDBits are S_ISUID and S_ISGID.
+const setIDBits = unix.S_ISUID | unix.S_ISGID
+
+// createFlags are the open flags that create a file (O_TMPFILE without
+// its O_DIRECTORY part, which plain directory opens set too).
+const createFlags = unix.O_CREAT | (unix.O_TMPFILE &^ unix.O_DIRECTORY)
+
+// modeSyscall is a call that sets a file mode: the mode's argument, and for
+// opens the flags' (-1: the mode always applies).
+type modeSyscall struct {
+	nr                uint32
+	flagsArg, modeArg int
+}
+
+// modeSyscalls are the calls that can set S_ISUID or S_ISGID on a file, on
+// every architecture; seccomp_linux_<arch>.go adds the legacy ones.
+var modeSyscalls = append([]modeSyscall{
+	{unix.SYS_FCHMOD, -1, 1}, {unix.SYS_FCHMODAT, -1, 2}, {unix.SYS_FCHMODAT2, -1, 2},
+	{unix.SYS_MKNODAT, -1, 2}, {unix.SYS_OPENAT, 2, 3},
+}, legacyModeSyscalls...)
+
+// appendCreateBlock adds: if nr matches, deny when the flags argument has
+// a create flag and the mode argument a set-id bit; else allow.
+func appendCreateBlock(p []bpf.Instruction, nr uint32, flagsArg, modeArg int) []bpf.Instruction {
+	block := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: argLow(flagsArg), Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: createFlags, SkipFalse: 2}, // no create: allow
+		bpf.LoadAbsolute{Off: argLow(modeArg), Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: setIDBits, SkipTrue: 1},
+		bpf.RetConstant{Val: retAllow},
+		retErrno(unix.EPERM),
+	}
+	p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipFalse: uint8(len(block))})
+	return append(p, block...)
+}
+
+// appendSocketpairBlock adds: socketpair(AF_UNIX, SOCK_DGRAM | flags) is
+// denied; other pairs are allowed.
+func appendSocketpairBlock(p []bpf.Instruction) []bpf.Instruction {
+	block := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: argLow(0), Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_UNIX, SkipFalse: 3}, // not AF_UNIX: allow
+		bpf.LoadAbsolute{Off: argLow(1), Size: 4},
+		bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: 0xf}, // the type without SOCK_NONBLOCK/SOCK_CLOEXEC
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SOCK_DGRAM, SkipTrue: 1},
+		bpf.RetConstant{Val: retAllow},
+		retErrno(unix.EPERM),
+	}
+	p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_SOCKETPAIR, SkipFalse: uint8(len(block))})
 	return append(p, block...)
 }
 

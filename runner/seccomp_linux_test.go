@@ -53,7 +53,22 @@ func TestSeccompProgram(t *testing.T) {
 		{"socket(AF_PACKET)", seccompInput(arch, unix.SYS_SOCKET, unix.AF_PACKET), eperm},
 		{"socket(AF_INET)", seccompInput(arch, unix.SYS_SOCKET, unix.AF_INET), allow},
 		{"socket(AF_INET6)", seccompInput(arch, unix.SYS_SOCKET, unix.AF_INET6), allow},
-		{"socketpair(AF_UNIX)", seccompInput(arch, unix.SYS_SOCKETPAIR, unix.AF_UNIX), allow},
+		{"socketpair(AF_UNIX, SOCK_STREAM)", seccompInput(arch, unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC), allow},
+		{"socketpair(AF_UNIX, SOCK_SEQPACKET)", seccompInput(arch, unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_SEQPACKET), allow},
+		{"socketpair(AF_UNIX, SOCK_DGRAM)", seccompInput(arch, unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_DGRAM), eperm},
+		{"socketpair(AF_UNIX, SOCK_DGRAM|SOCK_CLOEXEC|SOCK_NONBLOCK)", seccompInput(arch, unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK), eperm},
+		{"fchmodat(0755)", seccompInput(arch, unix.SYS_FCHMODAT, 0, 0, 0o755), allow},
+		{"fchmodat(04755)", seccompInput(arch, unix.SYS_FCHMODAT, 0, 0, 0o4755), eperm},
+		{"fchmodat(02755)", seccompInput(arch, unix.SYS_FCHMODAT, 0, 0, 0o2755), eperm},
+		{"fchmod(04755)", seccompInput(arch, unix.SYS_FCHMOD, 0, 0o4755), eperm},
+		{"fchmodat2(06755)", seccompInput(arch, unix.SYS_FCHMODAT2, 0, 0, 0o6755, 0), eperm},
+		{"openat(O_CREAT, 04755)", seccompInput(arch, unix.SYS_OPENAT, 0, 0, unix.O_CREAT|unix.O_WRONLY, 0o4755), eperm},
+		{"openat(O_TMPFILE, 02755)", seccompInput(arch, unix.SYS_OPENAT, 0, 0, unix.O_TMPFILE|unix.O_RDWR, 0o2755), eperm},
+		{"openat(O_CREAT, 0644)", seccompInput(arch, unix.SYS_OPENAT, 0, 0, unix.O_CREAT|unix.O_WRONLY, 0o644), allow},
+		{"openat(O_RDONLY, garbage mode)", seccompInput(arch, unix.SYS_OPENAT, 0, 0, unix.O_RDONLY, 0o4755), allow},
+		{"openat(O_DIRECTORY)", seccompInput(arch, unix.SYS_OPENAT, 0, 0, unix.O_DIRECTORY, 0), allow},
+		{"mknodat(S_IFREG|04755)", seccompInput(arch, unix.SYS_MKNODAT, 0, 0, unix.S_IFREG|0o4755, 0), eperm},
+		{"openat2", seccompInput(arch, unix.SYS_OPENAT2), enosys},
 		{"clone(CLONE_NEWUSER)", seccompInput(arch, unix.SYS_CLONE, unix.CLONE_NEWUSER|uint64(unix.SIGCHLD)), eperm},
 		{"clone(CLONE_NEWNET)", seccompInput(arch, unix.SYS_CLONE, unix.CLONE_NEWNET), eperm},
 		{"clone(thread)", seccompInput(arch, unix.SYS_CLONE, unix.CLONE_VM|unix.CLONE_FS|unix.CLONE_FILES|unix.CLONE_SIGHAND|unix.CLONE_THREAD), allow},
@@ -88,6 +103,16 @@ func TestSeccompProgram(t *testing.T) {
 	if runtime.GOARCH == "amd64" {
 		if got, _ := vm.Run(seccompInput(arch, 0x40000000|unix.SYS_READ)); got != enosys {
 			t.Errorf("x32 syscall: got %#x, want ENOSYS", got)
+		}
+		for _, sc := range legacyModeSyscalls {
+			args := make([]uint64, 4)
+			args[sc.modeArg] = 0o4755
+			if sc.flagsArg >= 0 {
+				args[sc.flagsArg] = unix.O_CREAT
+			}
+			if got, _ := vm.Run(seccompInput(arch, sc.nr, args...)); got != eperm {
+				t.Errorf("syscall %d with a set-id mode: got %#x, want EPERM", sc.nr, got)
+			}
 		}
 	}
 }

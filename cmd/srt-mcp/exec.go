@@ -60,6 +60,7 @@ filesystem.denyRead, ...) or srt-mcp's snake_case form; unknown keys are errors.
 		&cli.StringFlag{Name: "max-file-size", Usage: "largest file the command may write, `SIZE`"},
 		&cli.BoolFlag{Name: "pty", Usage: "run the command on a pseudo-terminal"},
 		&cli.BoolFlag{Name: "json", Usage: "print the event stream as NDJSON instead of passing output through"},
+		sandboxUserFlag,
 		&cli.StringFlag{Name: "init", Hidden: true, Usage: "\"srt\": use srt-mcp's own PID 1 even where Landlock is available (tests the fallback)"},
 	},
 	Action: runExec,
@@ -224,9 +225,13 @@ func execSpec(c *cli.Context, argv []string) (*runner.Spec, error) {
 	if c.Bool("pty") {
 		stdin = runner.StdinPTY
 	}
+	user, err := sandboxUser(c)
+	if err != nil {
+		return nil, err
+	}
 	return &runner.Spec{
 		Version: runner.SpecVersion, ID: uuid.NewString(), Argv: argv, Cwd: cwd, Home: home,
-		Env: env, Policy: p, Stdin: stdin, Init: c.String("init"),
+		Env: env, Policy: p, Stdin: stdin, Init: c.String("init"), User: user,
 	}, nil
 }
 

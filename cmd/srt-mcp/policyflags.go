@@ -9,6 +9,7 @@ import (
 
 	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/profiles"
+	"github.com/srt-mcp/srt-mcp/runner"
 )
 
 // policyFromFlags builds a policy the way exec and serve both do: the named
@@ -49,4 +50,18 @@ func policyFromFlags(c *cli.Context, profile string) (policy.Policy, policy.Poli
 	add.Filesystem.DenyRead = c.StringSlice("deny-read") // exec only; nil for serve
 	add.Filesystem.DenyWrite = c.StringSlice("deny-write")
 	return p, add, nil
+}
+
+// sandboxUserFlag names the unprivileged host user a root srt-mcp runs
+// its sandboxes as.
+var sandboxUserFlag = &cli.StringFlag{Name: "sandbox-user", EnvVars: []string{"SANDBOX_USER"},
+	Usage: "as root, run sandboxes as `USER` (a name, NAME:GROUP, UID or UID:GID; never root). Default: 65532:65532, an id no account uses"}
+
+// sandboxUser reads --sandbox-user; nil means the runner's default.
+func sandboxUser(c *cli.Context) (*runner.SandboxUser, error) {
+	u, err := runner.ParseSandboxUser(c.String("sandbox-user"))
+	if err != nil {
+		return nil, cli.Exit("--sandbox-user: "+err.Error(), exitUsage)
+	}
+	return &u, nil
 }

@@ -70,6 +70,7 @@ A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) unless --insecure-no
 		&cli.Float64Flag{Name: "cpu-limit", Value: 1, EnvVars: []string{"SANDBOX_CPU_LIMIT"}, Usage: "docker backend: CPUs per session container"},
 		&cli.Float64Flag{Name: "cleanup-interval-minutes", Value: 5, EnvVars: []string{"SANDBOX_CLEANUP_INTERVAL_M"}, Usage: "docker backend: how often containers of dead servers are removed"},
 		&cli.StringFlag{Name: "python", Value: "/usr/bin/python3", EnvVars: []string{"SANDBOX_PYTHON"}, Usage: "interpreter run_python runs in the sandbox"},
+		sandboxUserFlag,
 		&cli.StringFlag{Name: "log-format", Value: "json", EnvVars: []string{"SANDBOX_LOG_FORMAT"}, Usage: "json or console"},
 		&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"SANDBOX_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "log-file", EnvVars: []string{"SANDBOX_LOG_FILE"}, Usage: "append logs to this file instead of stderr"},

@@ -3,14 +3,9 @@
 package main
 
 import (
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 )
@@ -23,9 +18,11 @@ import (
 //go:embed embedded/srt-mcp-full
 var serverBinary []byte
 
-// runServe writes the embedded server to a private cache (once per build)
-// and execs it with the same arguments; its runners and sandboxes use this
-// light binary.
+// runServe executes the embedded server with the same arguments; its
+// runners and sandboxes use this light binary. The server is written to an
+// anonymous, sealed memory file and executed from there: nothing is
+// written to a shared directory, so no other local user can plant or swap
+// the binary a (root) server runs.
 func runServe(c *cli.Context) error {
 	if len(serverBinary) == 0 {
 		return cli.Exit("this srt-mcp was built without its MCP server; build it with make build", 1)
@@ -37,34 +34,10 @@ func runServe(c *cli.Context) error {
 	if self, err = filepath.EvalSymlinks(self); err != nil {
 		return cli.Exit(err.Error(), 1)
 	}
-	sum := sha256.Sum256(serverBinary)
-	dir := filepath.Join(os.TempDir(), "srt-mcp-"+strconv.Itoa(os.Getuid()))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return cli.Exit(err.Error(), 1)
-	}
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 {
-		return cli.Exit(fmt.Sprintf("%s is not a private directory; remove it", dir), 1)
-	}
-	path := filepath.Join(dir, "server-"+hex.EncodeToString(sum[:8]))
-	if fi, err := os.Stat(path); err != nil || fi.Size() != int64(len(serverBinary)) {
-		tmp, err := os.CreateTemp(dir, ".server-*")
-		if err != nil {
-			return cli.Exit(err.Error(), 1)
-		}
-		if _, err := tmp.Write(serverBinary); err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-			return cli.Exit(err.Error(), 1)
-		}
-		tmp.Close()
-		if err := os.Chmod(tmp.Name(), 0o755); err != nil {
-			return cli.Exit(err.Error(), 1)
-		}
-		if err := os.Rename(tmp.Name(), path); err != nil {
-			return cli.Exit(err.Error(), 1)
-		}
-	}
 	env := append(os.Environ(), "SRT_MCP_RUNNER_BIN="+self)
 	argv := append([]string{"srt-mcp"}, os.Args[1:]...)
-	return syscall.Exec(path, argv, env)
+	if err := execSealed("srt-mcp-server", serverBinary, argv, env); err != nil {
+		return cli.Exit("start the embedded server: "+err.Error(), 1)
+	}
+	return nil
 }

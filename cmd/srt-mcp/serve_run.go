@@ -62,11 +62,16 @@ func runServe(c *cli.Context) error {
 		def = max
 	}
 	runnerBin := os.Getenv(runnerBinaryEnv)
+	user, err := sandboxUser(c)
+	if err != nil {
+		return err
+	}
 	mgr := executions.NewManager(executions.Config{
 		MaxConcurrent: c.Int("max-concurrent"),
 		MaxPerOwner:   c.Int("max-per-session"),
 		Retention:     c.Duration("retention"),
 		Start: func(s runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+			s.User = user
 			return runner.StartProcessWith(runnerBin, s, sink)
 		},
 	})
@@ -80,6 +85,11 @@ func runServe(c *cli.Context) error {
 	backendName := c.String("backend")
 	switch backendName {
 	case "native":
+		if os.Geteuid() == 0 {
+			// A root server's sandboxes run as the sandbox user: it owns
+			// the sessions' files and reaches its workspace by path.
+			scfg.Owner, scfg.Reach = &executions.Owner{UID: user.UID, GID: user.GID}, true
+		}
 	case "docker":
 		scfg.Owner = dockerbox.FileOwner()
 	default:
