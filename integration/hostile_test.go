@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -448,5 +449,41 @@ func TestHostileNoHostFactsInside(t *testing.T) {
 		if strings.Contains(out, leak) {
 			t.Errorf("a session's sandbox sees %q:\n%s", leak, out)
 		}
+	}
+}
+
+// Class 8: network decisions hold for the address a name resolves to: a
+// denied IP is denied when an allowed name resolves to it, and the
+// rebinding guard sees loopback inside every IPv6 form that embeds IPv4.
+func TestHostileNetworkDecisionsOnAddresses(t *testing.T) {
+	nwRequire(t, "curl")
+	srv := nwStart(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "reached") }), false)
+	cwd := sbDir(t)
+	get := func(flags []string, host string) nwResult {
+		return nwRun(t, cwd, flags, "curl", "-sS", "-o", "/dev/stdout", "-w", "\n%{http_code}", "http://"+host+":"+srv.port+"/")
+	}
+	before := srv.hits.Load()
+	// deny 127.0.0.1, allow a name that resolves to it.
+	r := get([]string{"--allow-domain", "evil.test", "--deny-domain", "127.0.0.1", "--resolve", "evil.test=127.0.0.1", "--allow-ip-range", "127.0.0.0/8"}, "evil.test")
+	if strings.Contains(r.stdout, "reached") || !r.hasDecision("deny evil.test") {
+		t.Errorf("a name resolving to a denied address was allowed: %q %v", r.stdout, r.netDecisions())
+	}
+	// Loopback embedded in IPv6 forms: SIIT (RFC 6145), Teredo (RFC 4380,
+	// client 127.0.0.1 stored inverted), NAT64 local-use (RFC 8215),
+	// IPv4-compatible. The guard must refuse each by itself.
+	for _, a := range []string{"::ffff:0:7f00:1", "2001:0:4136:e378:8000:63bf:80ff:fffe", "64:ff9b:1::7f00:1", "::7f00:1"} {
+		r := get([]string{"--allow-domain", "evil.test", "--resolve", "evil.test=" + a}, "evil.test")
+		found := false
+		for _, e := range r.events {
+			if v, ok := e["violation"].(map[string]any); ok && v["decision"] == "deny" && strings.Contains(fmt.Sprint(v["rule"]), "rebinding") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: the rebinding guard did not refuse it: %v %q", a, r.netDecisions(), r.stdout)
+		}
+	}
+	if srv.hits.Load() != before {
+		t.Error("a refused request reached the server")
 	}
 }

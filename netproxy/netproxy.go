@@ -151,13 +151,21 @@ func (p *Proxy) check(ctx context.Context, protocol, host string, port int) (tar
 	if d.Allow {
 		canon, _ := policy.CanonicalHost(host)
 		if ip, ok := policy.ParseIP(canon); ok {
-			// An IP literal allowed by an IP entry is the operator's choice.
-			t.addr = ip
+			// An IP literal allowed by an IP entry is the operator's choice,
+			// unless a deny entry names it in another form (an IPv4 address
+			// inside an IPv6 one).
+			if rule, denied := p.cfg.Decider.DeniedAddr(ip, port, EmbeddedV4(ip)...); denied {
+				d.Allow, d.Rule = false, rule
+			} else {
+				t.addr = ip
+			}
 		} else {
-			addr, err := p.resolve(ctx, canon)
+			addr, deny, err := p.resolve(ctx, canon, port)
 			switch {
 			case err != nil:
 				d.Allow, d.Rule = false, RuleResolveFailed+": "+err.Error()
+			case !addr.IsValid() && deny != "":
+				d.Allow, d.Rule = false, deny+" (the address "+canon+" resolves to)"
 			case !addr.IsValid():
 				d.Allow, d.Rule = false, RuleGuard
 			default:
@@ -172,30 +180,36 @@ func (p *Proxy) check(ctx context.Context, protocol, host string, port int) (tar
 	return t, d
 }
 
-// resolve returns the first address of host that passes the guard, or an
-// invalid address if every one is refused.
-func (p *Proxy) resolve(ctx context.Context, host string) (netip.Addr, error) {
+// resolve returns the first address of host that no deny entry names and
+// that passes the guard; when none does, an invalid address and the deny
+// rule that refused the last one ("" when only the guard did).
+func (p *Proxy) resolve(ctx context.Context, host string, port int) (netip.Addr, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	addrs, err := p.cfg.Resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
 		var de *net.DNSError
 		if errors.As(err, &de) && de.IsNotFound {
-			return netip.Addr{}, errors.New("no such host")
+			return netip.Addr{}, "", errors.New("no such host")
 		}
-		return netip.Addr{}, err
+		return netip.Addr{}, "", err
 	}
 	loopbackName := host == "localhost" || strings.HasSuffix(host, ".localhost")
+	denied := ""
 	for _, a := range addrs {
 		a = a.Unmap()
+		if rule, ok := p.cfg.Decider.DeniedAddr(a, port, EmbeddedV4(a)...); ok {
+			denied = rule // a denied_domains address: never dialled, whatever name led to it
+			continue
+		}
 		if loopbackName && a.IsLoopback() {
-			return a, nil // "localhost" allowed by name means this host's loopback
+			return a, "", nil // "localhost" allowed by name means this host's loopback
 		}
 		if p.guardAllows(a) {
-			return a, nil
+			return a, "", nil
 		}
 	}
-	return netip.Addr{}, nil
+	return netip.Addr{}, denied, nil
 }
 
 func (p *Proxy) guardAllows(a netip.Addr) bool {
@@ -210,12 +224,22 @@ func (p *Proxy) guardAllows(a netip.Addr) bool {
 // Restricted reports whether a is an address a name may not silently
 // resolve to: loopback, unspecified, private, shared (CGNAT), link-local,
 // multicast, broadcast, documentation and benchmark ranges, the cloud
-// metadata endpoints, and IPv6 forms that embed any of those.
+// metadata endpoints, and every IPv6 form that embeds any of those (see
+// EmbeddedV4).
 func Restricted(a netip.Addr) bool {
 	a = a.Unmap()
 	if a.Is6() {
-		if v4, ok := embeddedV4(a); ok {
-			return Restricted(v4)
+		if v4s := EmbeddedV4(a); len(v4s) > 0 {
+			for _, v4 := range v4s {
+				if Restricted(v4) {
+					return true
+				}
+			}
+		}
+		for _, r := range restrictedV6 {
+			if r.Contains(a) {
+				return true
+			}
 		}
 	}
 	if a.IsLoopback() || a.IsUnspecified() || a.IsPrivate() || a.IsLinkLocalUnicast() ||
@@ -243,19 +267,42 @@ var restrictedRanges = func() []netip.Prefix {
 	return out
 }()
 
-// embeddedV4 extracts an IPv4 address from NAT64 (64:ff9b::/96), 6to4
-// (2002::/16) and IPv4-compatible (::/96) forms.
-func embeddedV4(a netip.Addr) (netip.Addr, bool) {
-	b := a.As16()
-	switch {
-	case b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b:
-		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
-	case b[0] == 0x20 && b[1] == 0x02:
-		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
-	case isZero(b[:12]) && !isZero(b[12:]):
-		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+// restrictedV6 are IPv6 ranges whose embedded IPv4 address sits where no
+// fixed rule finds it: NAT64 local-use prefixes (RFC 8215) may be any
+// length, so the whole block is refused.
+var restrictedV6 = []netip.Prefix{netip.MustParsePrefix("64:ff9b:1::/48")}
+
+// EmbeddedV4 returns the IPv4 addresses an IPv6 address carries: mapped
+// (::ffff:a.b.c.d) and compatible (::a.b.c.d), SIIT (::ffff:0:a.b.c.d,
+// RFC 6145), NAT64 well-known (64:ff9b::/96, RFC 6052), 6to4 (2002::/16,
+// RFC 3056), Teredo (2001::/32, RFC 4380: the server's address and the
+// client's, stored inverted) and ISATAP interface identifiers
+// (::0:5efe:a.b.c.d, ::200:5efe:a.b.c.d).
+func EmbeddedV4(a netip.Addr) []netip.Addr {
+	if !a.Is6() {
+		return nil
 	}
-	return netip.Addr{}, false
+	b := a.As16()
+	v4 := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{b[i], b[i+1], b[i+2], b[i+3]}) }
+	var out []netip.Addr
+	switch {
+	case isZero(b[:10]) && b[10] == 0xff && b[11] == 0xff: // mapped
+		out = append(out, v4(12))
+	case isZero(b[:12]) && !isZero(b[12:]): // compatible
+		out = append(out, v4(12))
+	case isZero(b[:8]) && b[8] == 0xff && b[9] == 0xff && b[10] == 0 && b[11] == 0: // SIIT
+		out = append(out, v4(12))
+	case b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && isZero(b[4:12]): // NAT64 well-known
+		out = append(out, v4(12))
+	case b[0] == 0x20 && b[1] == 0x02: // 6to4
+		out = append(out, v4(2))
+	case b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0: // Teredo
+		out = append(out, v4(4), netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]}))
+	}
+	if (b[8]|0x02) == 0x02 && b[9] == 0 && b[10] == 0x5e && b[11] == 0xfe { // ISATAP
+		out = append(out, v4(12))
+	}
+	return out
 }
 
 func isZero(b []byte) bool {

@@ -302,12 +302,20 @@ func TestDenyBeatsAllow(t *testing.T) {
 
 func TestRestricted(t *testing.T) {
 	for _, s := range []string{"127.0.0.1", "10.1.2.3", "192.168.1.1", "172.16.0.1", "169.254.169.254", "100.100.100.200",
-		"168.63.129.16", "::1", "fe80::1", "fd00:ec2::254", "::ffff:127.0.0.1", "64:ff9b::7f00:1", "2002:7f00:1::", "0.0.0.0", "100.64.0.1"} {
+		"168.63.129.16", "::1", "fe80::1", "fd00:ec2::254", "::ffff:127.0.0.1", "64:ff9b::7f00:1", "2002:7f00:1::", "0.0.0.0", "100.64.0.1",
+		"::ffff:0:7f00:1",                                // SIIT
+		"::ffff:0:a9fe:a9fe",                             // SIIT, the metadata endpoint
+		"2001:0:4136:e378:8000:63bf:80ff:fffe",           // Teredo, client 127.0.0.1 (inverted)
+		"2001:0:7f00:1:8000:63bf:3fff:fdd2",              // Teredo, server 127.0.0.1
+		"64:ff9b:1::1",                                   // NAT64 local-use (RFC 8215)
+		"::7f00:1",                                       // IPv4-compatible
+		"fe80::5efe:7f00:1", "2001:4860::200:5efe:a00:1", // ISATAP
+	} {
 		if !Restricted(netip.MustParseAddr(s)) {
 			t.Errorf("%s should be restricted", s)
 		}
 	}
-	for _, s := range []string{"93.184.216.34", "1.1.1.1", "2606:4700::1111"} {
+	for _, s := range []string{"93.184.216.34", "1.1.1.1", "2606:4700::1111", "2001:0:4136:e378:8000:63bf:a2d2:3f84", "2002:5db8:d822::1"} {
 		if Restricted(netip.MustParseAddr(s)) {
 			t.Errorf("%s should not be restricted", s)
 		}

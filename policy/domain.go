@@ -327,5 +327,23 @@ func (d *Decider) Decide(host string, port int) Decision {
 	return Decision{Rule: RuleNotAllowed}
 }
 
+// DeniedAddr reports whether a deny entry names the address a (or an IPv4
+// address embedded in it) on port: denied_domains applies to where a name
+// leads, not only to how it is spelled. embedded lists a's IPv4 forms.
+func (d *Decider) DeniedAddr(a netip.Addr, port int, embedded ...netip.Addr) (string, bool) {
+	cands := append([]netip.Addr{a.Unmap()}, embedded...)
+	for _, p := range d.deny {
+		if !p.IP.IsValid() && !p.Any {
+			continue
+		}
+		for _, c := range cands {
+			if p.Match(c.String(), port) {
+				return "denied_domains: " + p.Raw, true
+			}
+		}
+	}
+	return "", false
+}
+
 // Enabled reports whether any destination could be allowed.
 func (d *Decider) Enabled() bool { return len(d.allow) > 0 }

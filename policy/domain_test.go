@@ -358,3 +358,32 @@ func plainDottedQuad(s string) bool {
 	}
 	return true
 }
+
+func TestDeniedAddr(t *testing.T) {
+	d, err := NewDecider(Network{AllowedDomains: []string{"evil.test"}, DeniedDomains: []string{"127.0.0.1", "[::1]", "10.0.0.1:22", "other.test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		addr     string
+		port     int
+		embedded []string
+		want     bool
+	}{
+		{"127.0.0.1", 80, nil, true},
+		{"::ffff:127.0.0.1", 80, nil, true},                  // mapped: unmapped first
+		{"::ffff:0:7f00:1", 80, []string{"127.0.0.1"}, true}, // SIIT, with its embedded form
+		{"::1", 443, nil, true},
+		{"10.0.0.1", 22, nil, true},
+		{"10.0.0.1", 80, nil, false}, // the port differs
+		{"93.184.216.34", 80, nil, false},
+	} {
+		var emb []netip.Addr
+		for _, e := range tc.embedded {
+			emb = append(emb, netip.MustParseAddr(e))
+		}
+		if _, got := d.DeniedAddr(netip.MustParseAddr(tc.addr), tc.port, emb...); got != tc.want {
+			t.Errorf("DeniedAddr(%s, %d) = %v", tc.addr, tc.port, got)
+		}
+	}
+}
