@@ -91,8 +91,8 @@ check:
 	GOOS=darwin $(GO) vet -tags $(TAGS) ./...
 
 unit:
-	$(GO) test -tags $(TAGS) -count=1 ./policy/... ./profiles/... ./netproxy/... ./executions/... ./mcpserver/... ./cmd/...
-	$(GO) test -tags $(TAGS) -count=1 -run 'Golden|Posture|Seccomp|Plan|Sweep|Unsafe|EventJSON' ./runner/
+	$(GO) test -tags $(TAGS) -count=1 ./nofollow/... ./policy/... ./profiles/... ./netproxy/... ./executions/... ./mcpserver/... ./cmd/...
+	$(GO) test -tags $(TAGS) -count=1 -run 'Golden|Posture|Seccomp|Plan|Sweep|Unsafe|EventJSON|Seatbelt' ./runner/
 
 # The sandbox suites (the runner package and the black-box integration
 # suite against the built binary) are compiled once and run twice: as root,

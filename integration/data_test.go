@@ -418,7 +418,7 @@ func testDataDownloads(t *testing.T, backend []string) {
 func TestDataIsolation(t *testing.T) {
 	// The state directory lies inside a directory the operator lets
 	// sandboxes read: it must stay hidden all the same.
-	visible := t.TempDir()
+	visible := reachableTempDir(t)
 	d := startData(t, nil, "--state-dir", filepath.Join(visible, "state"), "--allow-read", visible)
 	victim := d.upload("", "secret.txt", "victim's data")
 	attacker := d.upload("", "mine.txt", "x")
@@ -429,8 +429,11 @@ func TestDataIsolation(t *testing.T) {
 		}
 		return nil
 	})
-	if victimHost == "" || !strings.Contains(victimHost, victim) {
+	if victimHost == "" {
 		t.Fatalf("victim's file not found under %s", d.state)
+	}
+	if strings.Contains(victimHost, victim) {
+		t.Errorf("the workspace's host path names its session: %s", victimHost)
 	}
 	// A long-running process of the victim's session, to look for in /proc.
 	marker := fmt.Sprintf("victim-marker-%d", time.Now().UnixNano())
@@ -570,12 +573,13 @@ func testDataTTLAndRestart(t *testing.T, backend []string) {
 	d := startData(t, backend, "--data-session-ttl-minutes", "0.02") // 1.2 s
 	sid := d.upload("", "a.txt", "x")
 	// Watch the workspace, not the session: every tool call counts as use.
-	if ents, _ := filepath.Glob(filepath.Join(d.state, "sessions", "*", sid)); len(ents) != 1 {
+	workspace := filepath.Join(d.state, "workspaces", "*", "data", "a.txt")
+	if ents, _ := filepath.Glob(workspace); len(ents) != 1 {
 		t.Fatalf("the session's workspace: %v", ents)
 	}
 	deadline := time.Now().Add(8 * time.Second)
 	for {
-		if ents, _ := filepath.Glob(filepath.Join(d.state, "sessions", "*", sid)); len(ents) == 0 {
+		if ents, _ := filepath.Glob(workspace); len(ents) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -625,7 +629,8 @@ func testDataTTLAndRestart(t *testing.T, backend []string) {
 	if !docker {
 		waitNoProcesses(t, "300."+marker, 5*time.Second) // a native sandbox dies with its server
 	}
-	if ents, _ := filepath.Glob(filepath.Join(state, "sessions", "*", old)); len(ents) != 1 {
+	leftover := filepath.Join(state, "workspaces", "*", "data", "left.txt")
+	if ents, _ := filepath.Glob(leftover); len(ents) != 1 {
 		t.Fatalf("expected the killed server's workspace to be left behind: %v", ents)
 	}
 	s2 := startServe(t, append([]string{"--state-dir", state}, backend...)...)
@@ -636,7 +641,7 @@ func testDataTTLAndRestart(t *testing.T, backend []string) {
 			t.Fatalf("a container of the killed server survived the restart: %s", out)
 		}
 	}
-	if ents, _ := filepath.Glob(filepath.Join(state, "sessions", "*", old)); len(ents) != 0 {
+	if ents, _ := filepath.Glob(leftover); len(ents) != 0 {
 		t.Fatalf("the next server did not remove the leftovers: %v", ents)
 	}
 	if !strings.Contains(s2.logs.String(), "removed the workspaces a previous server left behind") {
@@ -797,7 +802,7 @@ func TestDataDockerErrors(t *testing.T) {
 		t.Skip("the Docker backend is not available here")
 	}
 	serve := func(env []string, extra ...string) string {
-		cmd := exec.Command(nwBin(t), append([]string{"serve", "--port", strconv.Itoa(freePort(t)), "--state-dir", filepath.Join(t.TempDir(), "s")}, extra...)...)
+		cmd := exec.Command(nwBin(t), append([]string{"serve", "--port", strconv.Itoa(freePort(t)), "--state-dir", filepath.Join(reachableTempDir(t), "s")}, extra...)...)
 		cmd.Env = append(os.Environ(), env...)
 		out, err := cmd.CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {

@@ -66,10 +66,11 @@ func write(t *testing.T, path, content string) {
 }
 
 func TestEscapeWritesOutsideAllowedPaths(t *testing.T) {
-	root := t.TempDir()
+	root := sbDir(t)
 	cwd, sibling := filepath.Join(root, "proj"), filepath.Join(root, "other")
 	write(t, filepath.Join(cwd, "keep.txt"), "original")
 	write(t, filepath.Join(sibling, "s.txt"), "sibling")
+	handOver(t, root)
 	before := hostTree(t, root)
 	r := sh(t, cwd, nil, `
 		for p in ./new.txt ./keep.txt ../other/s.txt ../other/x /usr/pwn /etc/pwn /pwn; do
@@ -90,7 +91,7 @@ func TestEscapeWritesOutsideAllowedPaths(t *testing.T) {
 }
 
 func TestEscapeSymlinksAndHardLinks(t *testing.T) {
-	root := t.TempDir()
+	root := sbDir(t)
 	// outside.txt is visible read-only (--allow-read ro): a write through a
 	// link to it must fail, not land on the host.
 	cwd, outside := filepath.Join(root, "w"), filepath.Join(root, "ro", "outside.txt")
@@ -99,6 +100,7 @@ func TestEscapeSymlinksAndHardLinks(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(cwd, "link")); err != nil {
 		t.Fatal(err)
 	}
+	handOver(t, root)
 	before := hostTree(t, root)
 	r := sh(t, cwd, []string{"--allow-write", ".", "--deny-write", "locked.txt", "--allow-read", filepath.Dir(outside)}, `
 		(echo pwned > link) 2>/dev/null && echo "WROTE link"
@@ -127,7 +129,7 @@ func TestEscapeSymlinksAndHardLinks(t *testing.T) {
 }
 
 func TestEscapeDeniedReads(t *testing.T) {
-	root := t.TempDir()
+	root := sbDir(t)
 	cwd := filepath.Join(root, "proj")
 	write(t, filepath.Join(cwd, "secret.env"), "SECRET-ENV-VALUE")
 	write(t, filepath.Join(cwd, "vault", "key.pem"), "SECRET-PEM")
@@ -153,7 +155,7 @@ func TestEscapeProcTricks(t *testing.T) {
 			if init != "" {
 				flags = []string{"--init", init}
 			}
-			r := nwRun(t, t.TempDir(), flags, "/usr/bin/python3", "-c", `
+			r := nwRun(t, sbDir(t), flags, "/usr/bin/python3", "-c", `
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
 print("ptrace_attach", libc.ptrace(16, 1, 0, 0), ctypes.get_errno())
@@ -189,7 +191,7 @@ print("self", os.getpid())
 }
 
 func TestEscapeHostUnixSockets(t *testing.T) {
-	dir := t.TempDir()
+	dir := sbDir(t)
 	path := filepath.Join(dir, "host.sock")
 	l, err := net.Listen("unix", path)
 	if err != nil {
@@ -230,7 +232,7 @@ for addr in ("`+path+`", "\0`+abstract[1:]+`"):
 }
 
 func TestEscapeNamespacesMountSetuid(t *testing.T) {
-	r := sh(t, t.TempDir(), nil, `
+	r := sh(t, sbDir(t), nil, `
 		unshare -U true 2>/dev/null && echo "UNSHARE user"
 		unshare -m true 2>/dev/null && echo "UNSHARE mount"
 		/usr/bin/python3 -c 'import os; os.unshare(0x10000000)' 2>/dev/null && echo "PY unshare"
@@ -266,7 +268,7 @@ func TestEscapeEnvAndFDLeaks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	cwd := t.TempDir()
+	cwd := sbDir(t)
 	cmd := exec.Command(nwBin(t), "exec", "--cwd", cwd, "--", "/bin/bash", "-c",
 		`env; cat /proc/self/environ | tr '\0' '\n'; cat /proc/1/environ 2>/dev/null | tr '\0' '\n'; for p in /proc/[0-9]*; do cat $p/environ 2>/dev/null | tr '\0' '\n'; done; ls /proc/self/fd`)
 	cmd.Env = append(os.Environ(), "SRT_TEST_SECRET="+secret, "AWS_SECRET_ACCESS_KEY="+secret, "HOME="+cwd)
@@ -317,7 +319,7 @@ func waitNoProcesses(t *testing.T, marker string, within time.Duration) {
 
 func TestEscapeBackgroundProcessesDie(t *testing.T) {
 	m := fmt.Sprintf("%d", time.Now().UnixNano()%1000000+100000)
-	r := sh(t, t.TempDir(), nil, `sleep 300.`+m+`1 & setsid sleep 300.`+m+`2 & nohup sleep 300.`+m+`3 >/dev/null 2>&1 & (trap '' HUP TERM; exec sleep 300.`+m+`4) & echo started`)
+	r := sh(t, sbDir(t), nil, `sleep 300.`+m+`1 & setsid sleep 300.`+m+`2 & nohup sleep 300.`+m+`3 >/dev/null 2>&1 & (trap '' HUP TERM; exec sleep 300.`+m+`4) & echo started`)
 	if !strings.Contains(r.stdout, "started") {
 		t.Fatalf("%q %q", r.stdout, r.stderr)
 	}
@@ -326,7 +328,7 @@ func TestEscapeBackgroundProcessesDie(t *testing.T) {
 
 func TestEscapeKill9OfSrtMcp(t *testing.T) {
 	m := fmt.Sprintf("%d", time.Now().UnixNano()%1000000+100000)
-	cmd := exec.Command(nwBin(t), "exec", "--cwd", t.TempDir(), "--", "/bin/bash", "-c", `sleep 300.`+m+`1 & setsid sleep 300.`+m+`2 & sleep 300.`+m+`3`)
+	cmd := exec.Command(nwBin(t), "exec", "--cwd", sbDir(t), "--", "/bin/bash", "-c", `sleep 300.`+m+`1 & setsid sleep 300.`+m+`2 & sleep 300.`+m+`3`)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +358,7 @@ func countProcesses() int {
 func TestEscapeForkBomb(t *testing.T) {
 	base := countProcesses()
 	start := time.Now()
-	r := sh(t, t.TempDir(), []string{"--max-procs", "64", "--timeout", "5s"}, `bomb() { bomb | bomb & }; bomb; sleep 3; echo survived`)
+	r := sh(t, sbDir(t), []string{"--max-procs", "64", "--timeout", "5s"}, `bomb() { bomb | bomb & }; bomb; sleep 3; echo survived`)
 	if time.Since(start) > 20*time.Second {
 		t.Fatalf("the fork bomb run took %s", time.Since(start))
 	}
@@ -368,13 +370,13 @@ func TestEscapeForkBomb(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if r2 := sh(t, t.TempDir(), nil, `echo after`); r2.stdout != "after\n" {
+	if r2 := sh(t, sbDir(t), nil, `echo after`); r2.stdout != "after\n" {
 		t.Fatalf("the next run failed: %q %q", r2.stdout, r2.stderr)
 	}
 }
 
 func TestEscapeMemoryBomb(t *testing.T) {
-	r := nwRun(t, t.TempDir(), []string{"--max-memory", "256M"}, "/usr/bin/python3", "-c", `
+	r := nwRun(t, sbDir(t), []string{"--max-memory", "256M"}, "/usr/bin/python3", "-c", `
 try:
     x = bytearray(2 << 30); print("ALLOCATED")
 except MemoryError:
@@ -391,7 +393,7 @@ except (OSError, MemoryError) as e:
 }
 
 func TestEscapeOutputFlood(t *testing.T) {
-	cmd := exec.Command(nwBin(t), "exec", "--json", "--max-output", "1M", "--cwd", t.TempDir(), "--", "head", "-c", "1G", "/dev/zero")
+	cmd := exec.Command(nwBin(t), "exec", "--json", "--max-output", "1M", "--cwd", sbDir(t), "--", "head", "-c", "1G", "/dev/zero")
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	if err := cmd.Start(); err != nil {
@@ -442,14 +444,14 @@ func TestTimeoutAndSignals(t *testing.T) {
 	bin := nwBin(t)
 	run := func(args ...string) (int, time.Duration) {
 		start := time.Now()
-		err := exec.Command(bin, append([]string{"exec", "--cwd", t.TempDir(), "--"}, args...)...).Run()
+		err := exec.Command(bin, append([]string{"exec", "--cwd", sbDir(t), "--"}, args...)...).Run()
 		code := 0
 		if ee, ok := err.(*exec.ExitError); ok {
 			code = ee.ExitCode()
 		}
 		return code, time.Since(start)
 	}
-	c := exec.Command(bin, "exec", "--timeout", "1s", "--cwd", t.TempDir(), "--", "bash", "-c", "trap '' TERM; sleep 30")
+	c := exec.Command(bin, "exec", "--timeout", "1s", "--cwd", sbDir(t), "--", "bash", "-c", "trap '' TERM; sleep 30")
 	start := time.Now()
 	err := c.Run()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 124 || time.Since(start) > 6*time.Second {
@@ -458,7 +460,7 @@ func TestTimeoutAndSignals(t *testing.T) {
 	if code, _ := run("bash", "-c", "kill -9 $$"); code != 137 {
 		t.Fatalf("SIGKILL inside: want 137, got %d", code)
 	}
-	c = exec.Command(bin, "exec", "--cwd", t.TempDir(), "--", "sleep", "30")
+	c = exec.Command(bin, "exec", "--cwd", sbDir(t), "--", "sleep", "30")
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +474,7 @@ func TestTimeoutAndSignals(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	bin := nwBin(t)
-	dir := t.TempDir()
+	dir := sbDir(t)
 	settings := func(body string) string {
 		p := filepath.Join(dir, fmt.Sprintf("s%d.json", time.Now().UnixNano()))
 		write(t, p, body)
@@ -525,13 +527,14 @@ func contains(ss []string, s string) bool {
 }
 
 func TestSrtSettingsCompatibility(t *testing.T) {
-	root := t.TempDir()
+	root := sbDir(t)
 	cwd := filepath.Join(root, "proj")
 	write(t, filepath.Join(cwd, "secret.txt"), "do-not-change")
 	write(t, filepath.Join(cwd, ".ssh", "id_rsa"), "PRIVATE-KEY")
 	s := filepath.Join(root, "srt.json")
 	write(t, s, `{"network":{"allowedDomains":[],"deniedDomains":[]},
 		"filesystem":{"denyRead":["~/.ssh"],"allowWrite":["."],"denyWrite":["secret.txt"]}}`)
+	handOver(t, cwd)
 	r := sh(t, cwd, []string{"--settings", s}, `echo made > new.txt; (echo x > secret.txt) 2>/dev/null && echo "WROTE secret"; cat ~/.ssh/id_rsa 2>/dev/null; true`)
 	if b, _ := os.ReadFile(filepath.Join(cwd, "new.txt")); string(b) != "made\n" {
 		t.Fatalf("allowWrite . did not apply: %q", r.stderr)
@@ -545,13 +548,14 @@ func TestSrtSettingsCompatibility(t *testing.T) {
 }
 
 func TestMandatoryProtection(t *testing.T) {
-	root := t.TempDir()
+	root := sbDir(t)
 	cwd := filepath.Join(root, "repo")
 	write(t, filepath.Join(cwd, ".git", "hooks", "pre-commit.sample"), "#!/bin/sh\n")
 	write(t, filepath.Join(cwd, ".git", "config"), "[core]\n\tbare = false\n")
 	write(t, filepath.Join(cwd, ".git", "HEAD"), "ref: refs/heads/main\n")
 	write(t, filepath.Join(cwd, ".bashrc"), "# mine\n")
 	write(t, filepath.Join(cwd, "sub", "code.py"), "print(1)\n")
+	handOver(t, root)
 	before := hostTree(t, root)
 
 	// A run that writes nothing leaves the tree exactly as it was: no

@@ -159,7 +159,7 @@ func TestLibreChatWire(t *testing.T) {
 // TestLibreChatNoAuthNeedsLoopback: unauthenticated access is refused on
 // an open bind unless asked for twice.
 func TestLibreChatNoAuthNeedsLoopback(t *testing.T) {
-	cmd := exec.Command(nwBin(t), "serve", "--host", "0.0.0.0", "--port", "0", "--token", "x", "--librechat-no-auth", "--state-dir", filepath.Join(t.TempDir(), "s"))
+	cmd := exec.Command(nwBin(t), "serve", "--host", "0.0.0.0", "--port", "0", "--token", "x", "--librechat-no-auth", "--state-dir", filepath.Join(reachableTempDir(t), "s"))
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "--librechat-no-auth") {
 		t.Fatalf("want exit 2 naming --librechat-no-auth, got %v %s", err, out)

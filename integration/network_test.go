@@ -172,7 +172,7 @@ func pinned(names ...string) []string {
 func TestNetworkCurlAllowedAndDenied(t *testing.T) {
 	nwRequire(t, "curl")
 	srv := nwStart(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello-from-host") }), false)
-	cwd := t.TempDir()
+	cwd := sbDir(t)
 	flags := append(pinned("pkgs.test", "other.test"), "--allow-domain", "pkgs.test:"+srv.port)
 
 	r := nwRun(t, cwd, flags, "curl", "-sS", "http://pkgs.test:"+srv.port+"/")
@@ -227,7 +227,7 @@ func nwOtherPort(t *testing.T) int {
 func TestNetworkWildcardIsStrictSubdomains(t *testing.T) {
 	nwRequire(t, "curl")
 	srv := nwStart(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }), false)
-	cwd := t.TempDir()
+	cwd := sbDir(t)
 	flags := append(pinned("api.x.com", "x.com", "evil-x.com"), "--allow-domain", "*.x.com")
 	r := nwRun(t, cwd, flags, "curl", "-sS", "http://api.x.com:"+srv.port+"/")
 	if r.stdout != "ok" {
@@ -244,7 +244,7 @@ func TestNetworkWildcardIsStrictSubdomains(t *testing.T) {
 func TestNetworkHTTPSWithTestCA(t *testing.T) {
 	nwRequire(t, "curl")
 	srv := nwStart(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "tls-hello") }), true)
-	cwd := t.TempDir()
+	cwd := sbDir(t)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	if err := os.WriteFile(filepath.Join(cwd, "ca.pem"), ca, 0o644); err != nil {
 		t.Fatal(err)
@@ -269,7 +269,7 @@ func TestNetworkHTTPSWithTestCA(t *testing.T) {
 func TestNetworkPythonUrllibAndSOCKS(t *testing.T) {
 	nwRequire(t, "curl")
 	srv := nwStart(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "py-ok") }), false)
-	cwd := t.TempDir()
+	cwd := sbDir(t)
 	flags := append(pinned("pkgs.test"), "--allow-domain", "pkgs.test")
 	r := nwRun(t, cwd, flags, "/usr/bin/python3", "-c",
 		"import urllib.request; print(urllib.request.urlopen('http://pkgs.test:"+srv.port+"/').read().decode())")
@@ -289,7 +289,7 @@ func TestNetworkPythonUrllibAndSOCKS(t *testing.T) {
 
 func TestNetworkPipIndex(t *testing.T) {
 	srv := nwPackageIndex(t)
-	cwd := t.TempDir()
+	cwd := sbDir(t)
 	flags := append(pinned("pypi.test"), "--allow-domain", "pypi.test:"+srv.port)
 	r := nwRun(t, cwd, flags, "/usr/bin/python3", "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
 		"--index-url", "http://pypi.test:"+srv.port+"/simple/", "--trusted-host", "pypi.test", "-d", "/tmp/dl", "demo-pkg")
@@ -347,7 +347,7 @@ func nwWheel(t *testing.T, pkg, version, code string) []byte {
 
 func TestNetworkGitCloneOverHTTP(t *testing.T) {
 	nwRequire(t, "git")
-	work := t.TempDir()
+	work := sbDir(t)
 	git := func(dir string, args ...string) {
 		t.Helper()
 		cmd := exec.Command("git", args...)
@@ -366,7 +366,7 @@ func TestNetworkGitCloneOverHTTP(t *testing.T) {
 	git(work, "clone", "-q", "--bare", "src", "repo.git")
 	git(filepath.Join(work, "repo.git"), "update-server-info")
 	srv := nwStart(t, http.FileServer(http.Dir(work)), false)
-	cwd := t.TempDir()
+	cwd := sbDir(t)
 	flags := append(pinned("git.test"), "--allow-domain", "git.test:"+srv.port)
 	r := nwRun(t, cwd, flags, "sh", "-c", "git clone -q http://git.test:"+srv.port+"/repo.git /tmp/r && cat /tmp/r/README")
 	if r.code != 0 || !strings.Contains(r.stdout, "cloned through the proxy") {
@@ -394,7 +394,7 @@ func TestNetworkNoBypass(t *testing.T) {
 		}
 	}()
 	_, echoPort, _ := net.SplitHostPort(echo.Addr().String())
-	cwd := t.TempDir()
+	cwd := sbDir(t)
 	flags := append(pinned("pkgs.test"), "--allow-domain", "pkgs.test:"+srv.port)
 	for _, argv := range [][]string{
 		{"curl", "-sS", "--noproxy", "*", "http://pkgs.test:" + srv.port + "/"},                                   // no DNS inside
@@ -420,7 +420,7 @@ func TestNetworkNoBypass(t *testing.T) {
 func TestNetworkEmptyAllowListMeansNone(t *testing.T) {
 	nwRequire(t, "curl")
 	srv := nwStart(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "x") }), false)
-	cwd := t.TempDir()
+	cwd := sbDir(t)
 	r := nwRun(t, cwd, pinned("pkgs.test"), "curl", "-s", "-w", "%{http_code}", "-o", "/dev/null", "http://pkgs.test:"+srv.port+"/")
 	if r.stdout != "403" || !r.hasDecision("deny pkgs.test") || srv.hits.Load() != 0 {
 		t.Fatalf("empty allow-list: %q %v hits %d", r.stdout, r.netDecisions(), srv.hits.Load())

@@ -76,7 +76,7 @@ func testSeed003RunCode(t *testing.T, backend []string) {
 // listener and its bearer token.
 func TestSeed003Environment(t *testing.T) {
 	port := freePort(t)
-	cmd := exec.Command(nwBin(t), "serve", "--state-dir", filepath.Join(t.TempDir(), "s"), "--warm-pool", "0")
+	cmd := exec.Command(nwBin(t), "serve", "--state-dir", filepath.Join(reachableTempDir(t), "s"), "--warm-pool", "0")
 	cmd.Env = append(os.Environ(), "MCP_HTTP_ADDR=127.0.0.1:"+strconv.Itoa(port), "MCP_API_TOKEN=seed3-token", "HOME="+t.TempDir())
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ package profiles
 import (
 	"embed"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -27,8 +28,17 @@ func Get(name string) (policy.Policy, error) {
 	if err != nil {
 		return policy.Policy{}, fmt.Errorf("built-in profile %q: %w", name, err)
 	}
+	if !memoryLimitEnforceable {
+		// macOS cannot bound memory and refuses any run that asks it to;
+		// the built-in defaults do not ask (a limit the user sets still
+		// fails closed).
+		p.Limits.MaxMemoryBytes = 0
+	}
 	return p, nil
 }
+
+// memoryLimitEnforceable: every platform but macOS.
+var memoryLimitEnforceable = runtime.GOOS != "darwin"
 
 // Names lists the built-in profiles.
 func Names() []string {

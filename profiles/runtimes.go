@@ -57,6 +57,14 @@ func DiscoverRuntimes() (*Runtimes, error) {
 		return nil, fmt.Errorf("built-in runtimes: %w", err)
 	}
 	r := &Runtimes{by: map[string]*Runtime{}}
+	// The version probes run the system's own tools on the host, with
+	// nothing of the server's environment (its secrets included) and a
+	// private scratch directory removed afterwards.
+	scratch, err := os.MkdirTemp("", "srt-mcp-probe-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
 	for _, rt := range doc.Runtimes {
 		rt.Paths = map[string]string{}
 		var missing, outside []string
@@ -80,7 +88,7 @@ func DiscoverRuntimes() (*Runtimes, error) {
 			rt.Reason = fmt.Sprintf("%s not installed; apt-get install -y %s", strings.Join(missing, ", "), strings.Join(rt.Packages, " "))
 		default:
 			rt.Available = true
-			rt.Found = rt.versionOf()
+			rt.Found = rt.versionOf(scratch)
 		}
 		r.list = append(r.list, rt)
 		r.by[rt.Language] = rt
@@ -112,7 +120,7 @@ func inSystemView(p string) bool {
 	return false
 }
 
-func (rt *Runtime) versionOf() string {
+func (rt *Runtime) versionOf(scratch string) string {
 	if len(rt.Version) == 0 {
 		return ""
 	}
@@ -122,7 +130,10 @@ func (rt *Runtime) versionOf() string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + scratch, "TMPDIR=" + scratch}
+	cmd.Dir = scratch
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return ""
 	}

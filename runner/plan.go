@@ -120,6 +120,9 @@ type PlanInput struct {
 	ProcDir string
 	// Reserved are host paths no entry may name (srt-mcp's own caches).
 	Reserved []string
+	// LinkOwners are uids besides root whose symlinks are followed in
+	// paths that grant access (tests use it for a fake host's links).
+	LinkOwners []int
 }
 
 type ruleKind int
@@ -191,7 +194,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		plan := &Plan{Cwd: filepath.Clean(in.Cwd), PrivateCwd: true}
 		return r.finish(plan, plan.Cwd)
 	}
-	cwd, err := r.canonical(in.Cwd)
+	cwd, err := r.canonicalGrant(in.Cwd)
 	if err != nil {
 		return nil, errorf(ErrCodeInvalidCwd, "working directory %q: %v", in.Cwd, plainErr(err))
 	}
@@ -305,12 +308,22 @@ func (r *resolver) host(p string) string {
 }
 
 // canonical resolves symlinks in an existing absolute path, relative to Root.
-func (r *resolver) canonical(p string) (string, error) {
-	if r.in.Root == "" {
-		return filepath.EvalSymlinks(p)
-	}
-	// Resolve inside the fake root one component at a time so absolute
-	// link targets stay inside it.
+func (r *resolver) canonical(p string) (string, error) { return r.resolve(p, false) }
+
+// canonicalGrant resolves a path that grants access (allow_read,
+// allow_write, the working directory): a symlink on the way is followed
+// only if root owns it (or a uid in PlanInput.LinkOwners). A sandbox never
+// runs as root, so it cannot have made such a link; a link it could have
+// planted (where a later run's allow_write points, say) is refused
+// instead of followed.
+func (r *resolver) canonicalGrant(p string) (string, error) { return r.resolve(p, true) }
+
+// ErrUntrustedLink is returned (wrapped) for a link canonicalGrant refuses.
+var ErrUntrustedLink = errors.New("untrusted symbolic link")
+
+func (r *resolver) resolve(p string, grant bool) (string, error) {
+	// One component at a time, so absolute link targets stay inside Root
+	// and each link's owner can be checked.
 	cur := "/"
 	parts := strings.Split(strings.TrimPrefix(filepath.Clean(p), "/"), "/")
 	for hops := 0; len(parts) > 0; {
@@ -332,6 +345,11 @@ func (r *resolver) canonical(p string) (string, error) {
 			cur = next
 			continue
 		}
+		if grant && !r.trustedLink(fi) {
+			owner, _ := ownerOf(fi)
+			t, _ := os.Readlink(r.host(next))
+			return "", fmt.Errorf("%w: %s is a symbolic link (to %s) owned by uid %d; srt-mcp follows only links owned by root where it grants access, since a sandbox could have made this one: name the real path", ErrUntrustedLink, next, t, owner)
+		}
 		if hops++; hops > 40 {
 			return "", errors.New("too many levels of symbolic links")
 		}
@@ -345,6 +363,24 @@ func (r *resolver) canonical(p string) (string, error) {
 		parts = append(strings.Split(strings.TrimPrefix(t, "/"), "/"), parts...)
 	}
 	return cur, nil
+}
+
+// trustedLink reports whether a link's owner is root (or one of
+// PlanInput.LinkOwners).
+func (r *resolver) trustedLink(fi fs.FileInfo) bool {
+	owner, ok := ownerOf(fi)
+	if !ok {
+		return false
+	}
+	if owner == 0 {
+		return true
+	}
+	for _, u := range r.in.LinkOwners {
+		if u == owner {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *resolver) systemRules() []rule {
@@ -548,7 +584,11 @@ func (r *resolver) expand(entry, cwd, field string, kind ruleKind) ([]expanded, 
 	}
 	var out []expanded
 	for _, c := range candidates {
-		canon, err := r.canonical(c)
+		resolve := r.canonical
+		if kind == kAllowRead || kind == kAllowWrite {
+			resolve = r.canonicalGrant
+		}
+		canon, err := resolve(c)
 		if err != nil {
 			var pe *fs.PathError
 			if (kind == kDenyRead || kind == kDenyWrite) && errors.As(err, &pe) && errors.Is(err, fs.ErrNotExist) {

@@ -72,6 +72,7 @@ func procMask(dst string) bool {
 func planInput(root string, fs policy.Filesystem) PlanInput {
 	return PlanInput{
 		FS: fs, Cwd: "/home/u/proj", Home: "/home/u", Root: root, ProcDir: filepath.Join(root, "proc"),
+		LinkOwners: []int{os.Getuid()}, // the fake host's links stand for root's
 		SystemView: []string{"/usr", "/bin", "/lib", "/lib64", "/sbin"},
 		SystemEtc:  []string{"passwd", "hosts", "ssl", "localtime", "missing"},
 	}
@@ -833,4 +834,35 @@ func TestPlanCwdIsCleanedAndWithinTheCeiling(t *testing.T) {
 	if p.Cwd != "/tmp/work" {
 		t.Errorf("cwd = %s", p.Cwd)
 	}
+}
+
+// A link where access is granted is followed only when root owns it: a
+// sandbox (never root) may have planted any other, e.g. where a later
+// run's allow_write points.
+func TestPlanGrantThroughUntrustedLink(t *testing.T) {
+	root := fakeHost(t, append(baseHost, "srv/outside/f", "home/u/proj/sub -> ../../../srv/outside", "srv/real/secret")...)
+	link := filepath.Join(root, "home/u/proj/sub")
+	if os.Geteuid() == 0 {
+		if err := os.Lchown(link, 12345, 12345); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := planInput(root, policy.Filesystem{AllowWrite: []string{"sub"}})
+	in.LinkOwners = nil
+	for _, fs := range []policy.Filesystem{{AllowWrite: []string{"sub"}}, {AllowRead: []string{"sub/f"}}} {
+		in.FS = fs
+		_, err := BuildPlan(in)
+		if !errors.Is(err, ErrUntrustedLink) && !strings.Contains(fmt.Sprint(err), "owned by uid") {
+			t.Errorf("%+v: want the link refused, got %v", fs, err)
+		}
+	}
+	in.FS, in.Cwd = policy.Filesystem{}, "/home/u/proj/sub"
+	if _, err := BuildPlan(in); err == nil || !strings.Contains(err.Error(), "owned by uid") {
+		t.Errorf("a working directory through the link: %v", err)
+	}
+	// A deny entry may still follow it: hiding more is never a way out.
+	in.Cwd = "/home/u/proj"
+	in.FS = policy.Filesystem{AllowRead: []string{"/srv"}, DenyRead: []string{"sub"}}
+	p := mustPlan(t, in)
+	wantMount(t, p, MountTmpfs, "", "/srv/outside")
 }

@@ -223,6 +223,7 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 		if err != nil {
 			return err
 		}
+		r.giveToSandbox(outW, errW)
 		closeAfter = append(closeAfter, outW, errW)
 		child[1], child[2] = outW, errW
 		readers = append(readers, struct {
@@ -247,6 +248,7 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 			if err != nil {
 				return err
 			}
+			r.giveToSandbox(inR)
 			closeAfter = append(closeAfter, inR)
 			child[0] = inR
 			r.stdin = inW
@@ -331,6 +333,32 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 		r.finish(r.terminalEvent(res))
 	}()
 	return nil
+}
+
+// giveToSandbox hands pipes the runner made for the command's stdio to
+// the sandbox user (when the runner is root and the sandbox is not), so
+// that reopening them (/dev/stdout, /proc/self/fd/1) works as it does for
+// an unprivileged caller.
+func (r *Run) giveToSandbox(pipes ...*os.File) {
+	u, ok := r.sandboxIdentity()
+	if !ok {
+		return
+	}
+	for _, p := range pipes {
+		_ = p.Chown(u.UID, u.GID)
+	}
+}
+
+// sandboxIdentity is the host user a root runner's sandbox runs as; false
+// when the runner is not root (the sandbox is then the runner's own uid).
+func (r *Run) sandboxIdentity() (SandboxUser, bool) {
+	if !sandboxUserSwitch || os.Geteuid() != 0 {
+		return SandboxUser{}, false
+	}
+	if r.spec.User != nil {
+		return *r.spec.User, true
+	}
+	return DefaultSandboxUser, true
 }
 
 // pump copies one output stream into events, enforcing the output cap.

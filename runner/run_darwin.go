@@ -32,6 +32,9 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	if _, err := os.Stat(sandboxExec); err != nil {
 		return nil, errorf(ErrCodeUnavailable, "%s is missing; srt-mcp needs macOS's built-in sandbox", sandboxExec)
 	}
+	if e := seatbeltRefusal(cfg, opts.Egress != nil && len(r.spec.Policy.Network.AllowedDomains) > 0); e != nil {
+		return nil, e
+	}
 	tmp, err := os.MkdirTemp("", "srt-mcp-")
 	if err != nil {
 		return nil, errorf(ErrCodeInternal, "private tmp: %v", err)
@@ -68,6 +71,16 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	cmd.Dir = plan.Cwd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = child[0], child[1], child[2]
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: cfg.PTY, Ctty: 0}
+	if u, ok := r.sandboxIdentity(); ok {
+		// As root, the command runs as the unprivileged sandbox user.
+		if err := u.Check(); err != nil {
+			os.RemoveAll(tmp)
+			return nil, errorf(ErrCodeInvalidSpec, "%v", err)
+		}
+		_ = os.Chown(tmp, u.UID, u.GID)
+		_ = os.Chown(tmp+"/home", u.UID, u.GID)
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: []uint32{}}
+	}
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(tmp)
 		return nil, errorf(ErrCodeSandboxFailed, "sandbox-exec: %v", err)
@@ -125,3 +138,6 @@ func FindBwrap() (string, error) { return "", fmt.Errorf("bubblewrap is Linux-on
 
 // etcDir: macOS reads /private/etc through the seatbelt profile.
 func etcDir(string) string { return "" }
+
+// sandboxUserSwitch: a root runner runs sandbox-exec as the sandbox user.
+const sandboxUserSwitch = true

@@ -58,6 +58,9 @@ func (p *bwrapProc) proxyListeners() []*os.File { return p.listeners }
 // devpts and passes the master out.
 const ptyInsideSandbox = true
 
+// sandboxUserSwitch: a root runner runs its sandboxes as the sandbox user.
+const sandboxUserSwitch = true
+
 func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*os.File, opts Options) (sandboxProc, error) {
 	bwrap, err := FindBwrap()
 	if err != nil {
@@ -136,11 +139,7 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	// As root, the sandbox is an unprivileged host user: bwrap itself is
 	// started as that user and maps it, unprivileged, into its namespace.
 	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		u := DefaultSandboxUser
-		if r.spec.User != nil {
-			u = *r.spec.User
-		}
+	if u, ok := r.sandboxIdentity(); ok {
 		if err := u.Check(); err != nil {
 			return fail(errorf(ErrCodeInvalidSpec, "%v", err))
 		}

@@ -20,3 +20,6 @@ func FindBwrap() (string, error) { return "", errors.New("bubblewrap is Linux-on
 func etcDir(string) string { return "" }
 
 const ptyInsideSandbox = false
+
+// sandboxUserSwitch: only the Linux runner changes the sandbox's uid.
+const sandboxUserSwitch = false

@@ -198,7 +198,9 @@ func execSpec(c *cli.Context, argv []string) (*runner.Spec, error) {
 	if err := p.Validate(); err != nil {
 		return nil, flagError(err)
 	}
-	wd, err := os.Getwd()
+	// The physical working directory (what the kernel says, not $PWD): a
+	// path with no links in it, which the policy's "." then means.
+	wd, err := syscall.Getwd()
 	if err != nil {
 		return nil, err
 	}

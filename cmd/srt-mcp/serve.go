@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"runtime"
 	"strings"
 	"time"
 
@@ -32,7 +33,7 @@ A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) unless --insecure-no
 		&cli.StringSliceFlag{Name: "allow-write", EnvVars: []string{"SANDBOX_ALLOW_WRITE"}, Usage: "host paths calls may write (ceiling)"},
 		&cli.StringSliceFlag{Name: "allow-ip-range", EnvVars: []string{"SANDBOX_ALLOWED_IP_RANGES"}, Usage: "CIDRs allowed names may resolve to (loopback/private are refused otherwise)"},
 		&cli.StringSliceFlag{Name: "resolve", Usage: "pin HOST=IP for the proxy"},
-		&cli.StringFlag{Name: "max-memory", Value: "2G", EnvVars: []string{"SANDBOX_MEMORY_LIMIT"}, Usage: "memory limit per process"},
+		&cli.StringFlag{Name: "max-memory", Value: defaultMaxMemory(), EnvVars: []string{"SANDBOX_MEMORY_LIMIT"}, Usage: "memory limit per process (macOS cannot enforce one: none by default there, and setting one is an error)"},
 		&cli.IntFlag{Name: "max-procs", Value: 512, EnvVars: []string{"SANDBOX_MAX_PROCS"}, Usage: "process limit per execution"},
 		&cli.StringFlag{Name: "max-output", Value: "10M", EnvVars: []string{"SANDBOX_MAX_OUTPUT"}, Usage: "cap on each of stdout and stderr per execution"},
 		&cli.StringFlag{Name: "settings", EnvVars: []string{"SANDBOX_SETTINGS"}, Usage: "srt-format settings `FILE` for the ceiling"},
@@ -109,4 +110,13 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// defaultMaxMemory is --max-memory's default: 2G, or none on macOS, which
+// cannot enforce a memory limit (runs that ask for one are refused).
+func defaultMaxMemory() string {
+	if runtime.GOOS == "darwin" {
+		return "0"
+	}
+	return "2G"
 }

@@ -56,6 +56,21 @@ func runServe(c *cli.Context) error {
 			return cli.Exit(fmt.Sprintf("--addr %q: %v", a, err), exitUsage)
 		}
 	}
+	// Usage errors before anything is created.
+	host, token := c.String("host"), c.String("token")
+	var lcCfg *mcpserver.LibreChatConfig
+	var maxBody int64
+	if !c.Bool("stdio") {
+		if token == "" && !isLoopback(host) && !c.Bool("insecure-no-auth") {
+			return cli.Exit(fmt.Sprintf("refusing to serve on %s without authentication: set --token (or SANDBOX_AUTH_TOKEN), or pass --insecure-no-auth", host), exitUsage)
+		}
+		if maxBody, err = parseSize(c.String("max-body")); err != nil {
+			return cli.Exit("--max-body: "+err.Error(), exitUsage)
+		}
+		if lcCfg, err = libreChatConfig(c, host); err != nil {
+			return cli.Exit(err.Error(), exitUsage)
+		}
+	}
 	home, _ := os.UserHomeDir()
 	def := time.Duration(c.Float64("timeout") * float64(time.Second))
 	if max := ceiling.Limits.Timeout.Std(); max > 0 && def > max {
@@ -147,18 +162,6 @@ func runServe(c *cli.Context) error {
 		return nil
 	}
 
-	host, token := c.String("host"), c.String("token")
-	if token == "" && !isLoopback(host) && !c.Bool("insecure-no-auth") {
-		return cli.Exit(fmt.Sprintf("refusing to serve on %s without authentication: set --token (or SANDBOX_AUTH_TOKEN), or pass --insecure-no-auth", host), exitUsage)
-	}
-	maxBody, err := parseSize(c.String("max-body"))
-	if err != nil {
-		return cli.Exit("--max-body: "+err.Error(), exitUsage)
-	}
-	lcCfg, err := libreChatConfig(c, host)
-	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
-	}
 	handler := srv.HTTPHandler(mcpserver.HTTPConfig{
 		LibreChat: lcCfg,
 		Token:     token, AllowedOrigins: c.StringSlice("allowed-origin"), MaxBody: maxBody,
