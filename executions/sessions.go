@@ -19,6 +19,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/srt-mcp/srt-mcp/nofollow"
 )
 
@@ -739,103 +741,124 @@ func fileErr(rel string, err error) error {
 	switch {
 	case errors.As(err, &se):
 		return err
+	case errors.Is(err, nofollow.ErrSymlink):
+		return sessErr("invalid_path", "%s/%s: a symbolic link is on the way; files are only read and written through real directories, so a link planted by earlier code cannot lead anywhere; nothing was read or written", WorkspaceMount, rel)
 	case errors.Is(err, fs.ErrNotExist):
 		return sessErr("not_found", "No artifact at %s/%s", WorkspaceMount, rel)
-	case strings.Contains(err.Error(), "escapes from parent"):
-		return sessErr("invalid_path", "%s/%s leads outside %s through a symlink; nothing was read or written", WorkspaceMount, rel, WorkspaceMount)
 	case errors.Is(err, syscall.ENOTDIR):
 		return sessErr("invalid_path", "a parent of %s/%s is a file, not a directory", WorkspaceMount, rel)
 	}
 	return err
 }
 
-// openRoot opens the workspace for traversal-safe access: every operation
-// below resolves names inside it and refuses a symlink that leads out,
-// even one swapped in while the operation runs.
-func (ss *Session) openRoot() (*os.Root, error) {
-	r, err := os.OpenRoot(ss.Workspace)
+// workspace opens the workspace directory itself (the server made it, under
+// the state directory); every operation below it resolves one component at
+// a time and never follows a link, even one swapped in while it runs.
+func (ss *Session) workspace() (*nofollow.Dir, error) {
+	d, err := nofollow.OpenTrusted(ss.Workspace)
 	if err != nil {
 		return nil, sessErr("session_not_found", "Session %s has no workspace (closed?)", ss.ID)
 	}
-	return r, nil
+	return d, nil
 }
 
-// noSymlink refuses rel when it is itself a symlink: only regular files
-// are read and written.
-func noSymlink(r *os.Root, rel string) error {
-	if fi, err := r.Lstat(rel); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		return sessErr("invalid_path", "%s/%s is a symlink; only regular files are read and written", WorkspaceMount, rel)
+// parentOf opens the directory that holds rel (creating the missing ones,
+// owned by the session's owner, when create is set) and returns it with
+// rel's last name.
+func (ss *Session) parentOf(root *nofollow.Dir, rel string, create bool) (*nofollow.Dir, string, error) {
+	dir, base := path.Split(rel)
+	cur, err := root.Walk(".")
+	if err != nil {
+		return nil, "", err
 	}
-	return nil
+	for _, c := range strings.Split(strings.Trim(dir, "/"), "/") {
+		if c == "" {
+			continue
+		}
+		next, err := cur.Sub(c)
+		if errors.Is(err, fs.ErrNotExist) && create {
+			if err = cur.Mkdir(c, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
+				if ss.owner != nil {
+					_ = cur.Chown(c, ss.owner.UID, ss.owner.GID)
+				}
+				next, err = cur.Sub(c)
+			}
+		}
+		cur.Close()
+		if err != nil {
+			return nil, "", err
+		}
+		cur = next
+	}
+	return cur, base, nil
 }
 
 // WriteFile writes data atomically (a temporary file renamed into place) at
 // rel and returns its /mnt/data path. Nothing is written when rel exists
-// and overwrite is false, or when rel or a parent is a symlink leading out.
+// and overwrite is false, or when a link is on the way.
 func (ss *Session) WriteFile(rel string, data []byte, overwrite bool) (string, error) {
-	r, err := ss.openRoot()
+	root, err := ss.workspace()
 	if err != nil {
 		return "", err
 	}
-	defer r.Close()
-	if err := noSymlink(r, rel); err != nil {
-		return "", err
+	defer root.Close()
+	dir, base, err := ss.parentOf(root, rel, true)
+	if err != nil {
+		return "", fileErr(rel, err)
 	}
-	if fi, err := r.Lstat(rel); err == nil {
-		if !overwrite {
+	defer dir.Close()
+	if st, err := dir.Lstat(base); err == nil {
+		switch {
+		case st.Mode&fs.ModeSymlink != 0:
+			return "", sessErr("invalid_path", "%s/%s is a symlink; only regular files are read and written", WorkspaceMount, rel)
+		case !overwrite:
 			return "", sessErr("file_exists", "%s already exists. Set overwrite=true to replace.", rel)
-		}
-		if fi.IsDir() {
+		case st.IsDir():
 			return "", sessErr("invalid_path", "%s/%s is a directory", WorkspaceMount, rel)
-		}
-	}
-	if dir := path.Dir(rel); dir != "." {
-		if err := r.MkdirAll(dir, 0o755); err != nil {
-			return "", fileErr(rel, err)
 		}
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	tmp := path.Join(path.Dir(rel), ".upload-"+hex.EncodeToString(b))
-	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	tmp := ".upload-" + hex.EncodeToString(b)
+	f, err := dir.OpenFile(tmp, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, 0o644)
 	if err != nil {
 		return "", fileErr(rel, err)
 	}
 	_, werr := f.Write(data)
+	if werr == nil && ss.owner != nil {
+		werr = f.Chown(ss.owner.UID, ss.owner.GID)
+	}
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
-	if werr == nil && ss.owner != nil {
-		werr = ss.chownPath(r, tmp)
-	}
 	if werr == nil {
-		werr = r.Rename(tmp, rel)
+		// renameat replaces whatever is at base (a link included: the
+		// link goes, its target is untouched).
+		werr = unix.Renameat(dir.Fd(), tmp, dir.Fd(), base)
 	}
 	if werr != nil {
-		_ = r.Remove(tmp)
+		_ = dir.Remove(tmp)
 		return "", fileErr(rel, werr)
 	}
 	return WorkspaceMount + "/" + rel, nil
 }
 
-// chownPath hands rel and the directories above it to the session's owner.
-func (ss *Session) chownPath(r *os.Root, rel string) error {
-	for p := rel; p != "." && p != "/"; p = path.Dir(p) {
-		if err := r.Lchown(p, ss.owner.UID, ss.owner.GID); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Remove deletes a workspace file (never through a symlink out).
+// Remove deletes a workspace file (never through a link).
 func (ss *Session) Remove(rel string) error {
-	r, err := ss.openRoot()
+	root, err := ss.workspace()
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	return fileErr(rel, r.Remove(rel))
+	defer root.Close()
+	dir, base, err := ss.parentOf(root, rel, false)
+	if err != nil {
+		return fileErr(rel, err)
+	}
+	defer dir.Close()
+	if st, err := dir.Lstat(base); err == nil && st.IsDir() {
+		return sessErr("invalid_path", "%s/%s is a directory", WorkspaceMount, rel)
+	}
+	return fileErr(rel, dir.Remove(base))
 }
 
 // ReadFile reads a regular workspace file of at most max bytes (0: no
@@ -853,17 +876,23 @@ func (ss *Session) ReadFile(rel string, max int64) ([]byte, FileInfo, error) {
 	return data, info, err
 }
 
-// Open opens a regular workspace file for reading.
+// Open opens a regular workspace file for reading: no link anywhere on the
+// way, and only a regular file (never a FIFO or device a run planted).
 func (ss *Session) Open(rel string) (*os.File, FileInfo, error) {
-	r, err := ss.openRoot()
+	root, err := ss.workspace()
 	if err != nil {
 		return nil, FileInfo{}, err
 	}
-	defer r.Close()
-	if err := noSymlink(r, rel); err != nil {
-		return nil, FileInfo{}, err
+	defer root.Close()
+	dir, base, err := ss.parentOf(root, rel, false)
+	if err != nil {
+		return nil, FileInfo{}, fileErr(rel, err)
 	}
-	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	defer dir.Close()
+	if st, err := dir.Lstat(base); err == nil && st.Mode&fs.ModeSymlink != 0 {
+		return nil, FileInfo{}, sessErr("invalid_path", "%s/%s is a symlink; only regular files are read and written", WorkspaceMount, rel)
+	}
+	f, err := dir.OpenFile(base, syscall.O_RDONLY, 0)
 	if err != nil {
 		return nil, FileInfo{}, fileErr(rel, err)
 	}

@@ -273,8 +273,9 @@ func TestPlantedSymlinks(t *testing.T) {
 	must(os.Symlink("../../..", filepath.Join(ws, "up")))
 	must(os.WriteFile(filepath.Join(ws, "ok.txt"), []byte("ok"), 0o644))
 	must(os.Symlink("ok.txt", filepath.Join(ws, "inside-link")))
+	must(os.Symlink(".", filepath.Join(ws, "here")))
 
-	for _, rel := range []string{"leak.txt", "out/secret", "up/etc/passwd", "inside-link"} {
+	for _, rel := range []string{"leak.txt", "out/secret", "up/etc/passwd", "inside-link", "here/ok.txt"} {
 		data, _, err := ss.ReadFile(rel, 0)
 		wantCode(t, err, "invalid_path")
 		if len(data) > 0 {
@@ -285,7 +286,7 @@ func TestPlantedSymlinks(t *testing.T) {
 			t.Errorf("Open(%s) followed a symlink", rel)
 		}
 	}
-	for _, rel := range []string{"leak.txt", "out/new.txt", "out/secret", "up/tmp/x"} {
+	for _, rel := range []string{"leak.txt", "out/new.txt", "out/secret", "up/tmp/x", "here/new.txt"} {
 		_, err := ss.WriteFile(rel, []byte("pwned"), true)
 		wantCode(t, err, "invalid_path")
 	}

@@ -444,7 +444,7 @@ func TestHostileNoHostFactsInside(t *testing.T) {
 	w := sbDir(t)
 	r := sh(t, w, []string{"--allow-write", "."}, `cat /proc/self/mountinfo; tr '\0' ' ' < /proc/1/cmdline; echo; ls -la /proc/self/fd/ 2>&1`)
 	inside := r.stdout
-	for _, leak := range []string{bin, filepath.Dir(bin) + "/", fmt.Sprintf("srt-mcp-%d/", os.Getuid()), "srt-mcp/init"} {
+	for _, leak := range []string{bin, fmt.Sprintf("srt-mcp-%d/", os.Getuid()), "srt-mcp/init"} {
 		if strings.Contains(inside, leak) {
 			t.Errorf("the sandbox sees %q:\n%s", leak, inside)
 		}
@@ -502,5 +502,88 @@ func TestHostileNetworkDecisionsOnAddresses(t *testing.T) {
 	}
 	if srv.hits.Load() != before {
 		t.Error("a refused request reached the server")
+	}
+}
+
+// Class 2 through the tools, on both backends: links, FIFOs and deep
+// trees a run leaves in its workspace never carry a later read, download,
+// upload or listing anywhere, and closing the session removes all of it.
+func TestHostileWorkspaceLinks(t *testing.T) { forEachBackend(t, testHostileWorkspaceLinks) }
+
+func testHostileWorkspaceLinks(t *testing.T, backend []string) {
+	d := startData(t, backend)
+	sid := d.upload("", "ok.txt", "ok")
+	v := d.python(sid, `
+import os
+os.symlink("/etc/passwd", "leak.txt")
+os.symlink("/", "root")
+os.symlink(".", "here")
+os.symlink("ok.txt", "alias.txt")
+os.mkfifo("pipe")
+os.makedirs("deep", exist_ok=True)
+fd = os.open("deep", os.O_RDONLY)
+for i in range(2000):
+    os.mkdir("d", dir_fd=fd)
+    nfd = os.open("d", os.O_RDONLY, dir_fd=fd)
+    os.close(fd)
+    fd = nfd
+print("planted")
+`)
+	if !strings.Contains(fmt.Sprint(v["stdout"]), "planted") {
+		t.Fatalf("setup: %v", v)
+	}
+	for _, p := range []string{"leak.txt", "root/etc/passwd", "here/ok.txt", "alias.txt"} {
+		res, isErr := d.call("read_artifact", map[string]any{"session_id": sid, "path": "/mnt/data/" + p})
+		if !isErr || strings.Contains(fmt.Sprint(res), "root:") {
+			t.Errorf("read_artifact %s followed a link: %v", p, res)
+		}
+		code, _, body := httpGet(t, signedURL(d.base(), sid, p, time.Now().Add(time.Hour).Unix()))
+		if code == 200 || strings.Contains(string(body), "root:") {
+			t.Errorf("download of %s followed a link: %d %q", p, code, body)
+		}
+	}
+	done := make(chan bool, 1)
+	go func() {
+		_, isErr := d.call("read_artifact", map[string]any{"session_id": sid, "path": "/mnt/data/pipe"})
+		done <- isErr
+	}()
+	select {
+	case isErr := <-done:
+		if !isErr {
+			t.Error("read_artifact of a FIFO succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("read_artifact of a FIFO hangs")
+	}
+	before, _ := os.ReadFile("/etc/passwd")
+	for _, p := range []string{"here/x.txt", "leak.txt", "root/tmp/pwned"} {
+		res, isErr := d.call("upload_file", map[string]any{"session_id": sid, "filename": p, "content_base64": "cHduZWQ=", "overwrite": true})
+		if !isErr {
+			t.Errorf("upload_file %s went through a link: %v", p, res)
+		}
+	}
+	if after, _ := os.ReadFile("/etc/passwd"); string(after) != string(before) {
+		t.Fatal("an upload changed /etc/passwd")
+	}
+	if _, err := os.Stat("/tmp/pwned"); err == nil {
+		t.Error("an upload landed in the host's /tmp")
+	}
+	res, _ := d.call("list_artifacts", map[string]any{"session_id": sid})
+	if names := fmt.Sprint(res); strings.Contains(names, "leak.txt") || strings.Contains(names, "alias.txt") || strings.Contains(names, "passwd") {
+		t.Errorf("list_artifacts shows links: %v", res)
+	}
+	if res, isErr := d.call("close_session", map[string]any{"session_id": sid}); isErr {
+		t.Fatalf("close_session: %v", res)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ents, _ := os.ReadDir(filepath.Join(d.state, "workspaces"))
+		if len(ents) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the closed session's workspace (a 2000-deep tree) is still there: %v", ents)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -182,7 +182,13 @@ func (s *Server) runtimes() *profiles.Runtimes {
 			s.rts = s.cfg.Runtimes
 			return
 		}
-		rts, err := profiles.DiscoverRuntimes()
+		scratch := ""
+		if s.data != nil && s.data.Sessions != nil {
+			scratch = s.data.Sessions.StateDir()
+		} else if c, err := runner.CacheRoot(""); err == nil {
+			scratch = c
+		}
+		rts, err := profiles.DiscoverRuntimes(scratch)
 		if err != nil {
 			s.cfg.Logger.Error("runtimes", "error", err)
 			rts = &profiles.Runtimes{}

@@ -49,7 +49,11 @@ var toolDirs = []string{"/usr/local/bin", "/usr/bin", "/bin", "/usr/local/go/bin
 
 // DiscoverRuntimes reads the embedded registry and checks each runtime's
 // tools on this host (inside the sandbox's system view) and their version.
-func DiscoverRuntimes() (*Runtimes, error) {
+//
+// The version probes run with a scratch directory made under
+// scratchParent (a private directory of the server's: never a shared
+// /tmp), removed afterwards.
+func DiscoverRuntimes(scratchParent string) (*Runtimes, error) {
 	var doc struct {
 		Runtimes []*Runtime `json:"runtimes"`
 	}
@@ -60,7 +64,7 @@ func DiscoverRuntimes() (*Runtimes, error) {
 	// The version probes run the system's own tools on the host, with
 	// nothing of the server's environment (its secrets included) and a
 	// private scratch directory removed afterwards.
-	scratch, err := os.MkdirTemp("", "srt-mcp-probe-")
+	scratch, err := os.MkdirTemp(scratchParent, "probe-")
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-
+	osuser "os/user"
 	"strings"
 	"time"
 
@@ -22,6 +22,7 @@ var doctorCommand = &cli.Command{
 	Usage: "report what this host supports for sandboxing, and how to fix what is missing",
 	Flags: []cli.Flag{
 		&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
+		sandboxUserFlag,
 	},
 	Action: runDoctor,
 }
@@ -35,8 +36,12 @@ type check struct {
 }
 
 func runDoctor(c *cli.Context) error {
+	user, err := sandboxUser(c)
+	if err != nil {
+		return err
+	}
 	checks := hostChecks()
-	checks = append(checks, liveCheck())
+	checks = append(checks, liveCheck(user)...)
 	checks = append(checks, pythonChecks()...)
 	if c.Bool("json") {
 		enc := json.NewEncoder(os.Stdout)
@@ -72,29 +77,81 @@ func runDoctor(c *cli.Context) error {
 }
 
 // liveCheck starts a real sandbox: everything above can look fine while
-// the kernel or a security module still refuses.
-func liveCheck() check {
+// the kernel or a security module still refuses. From inside it reports
+// who the sandbox is on the host and whether /proc/sys is read-only.
+func liveCheck(user *runner.SandboxUser) []check {
 	p, err := profiles.Get("exec")
 	if err != nil {
-		return check{Name: "sandbox start", Status: "missing", Detail: err.Error()}
+		return []check{{Name: "sandbox start", Status: "missing", Detail: err.Error()}}
 	}
-	wd, _ := os.Getwd()
-	if wd == "" {
-		wd = "/"
-	}
-	spec := runner.Spec{Version: runner.SpecVersion, ID: uuid.NewString(), Argv: []string{"/bin/sh", "-c", "exit 7"}, Cwd: wd, Policy: p, Stdin: runner.StdinNull}
+	script := `id -u; id -g; awk '$5 == "/proc/sys" { print $6 }' /proc/self/mountinfo; exit 7`
+	spec := runner.Spec{Version: runner.SpecVersion, ID: uuid.NewString(), Argv: []string{"/bin/sh", "-c", script}, Cwd: runner.SandboxTmp,
+		PrivateCwd: true, Policy: p, Stdin: runner.StdinNull, User: user}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
-	run, err := runner.Start(ctx, spec, func(runner.Event) {}, runner.Options{Egress: egress})
+	var out strings.Builder
+	sink := func(e runner.Event) {
+		if e.Type == runner.EventStdout {
+			out.Write(e.Data)
+		}
+	}
+	run, err := runner.Start(ctx, spec, sink, runner.Options{Egress: egress})
 	if err != nil {
-		return check{Name: "sandbox start", Status: "missing", Detail: err.Error(), Fix: "see the message above; srt-mcp never runs unsandboxed"}
+		return []check{{Name: "sandbox start", Status: "missing", Detail: err.Error(), Fix: "see the message above; srt-mcp never runs unsandboxed"}}
 	}
 	end := run.Wait()
 	if end.Type != runner.EventExit || end.ExitCode != 7 {
-		return check{Name: "sandbox start", Status: "missing", Detail: fmt.Sprintf("unexpected end: %s %s %s", end.Type, end.ErrCode, end.Message)}
+		return []check{{Name: "sandbox start", Status: "missing", Detail: fmt.Sprintf("unexpected end: %s %s %s", end.Type, end.ErrCode, end.Message)}}
 	}
-	return check{Name: "sandbox start", Status: "ok", Detail: fmt.Sprintf("a sandboxed /bin/sh ran and exited in %s", time.Since(start).Round(time.Millisecond))}
+	checks := []check{{Name: "sandbox start", Status: "ok", Detail: fmt.Sprintf("a sandboxed /bin/sh ran and exited in %s", time.Since(start).Round(time.Millisecond))}}
+	f := strings.Fields(out.String())
+	for len(f) < 3 {
+		f = append(f, "")
+	}
+	uid, gid, procSys := f[0], f[1], f[2]
+	switch {
+	case uid == "0":
+		checks = append(checks, check{Name: "sandbox user", Status: "missing", Detail: "the sandboxed command ran as uid 0", Fix: "report this: srt-mcp must never run untrusted code as root"})
+	case os.Geteuid() == 0:
+		detail := fmt.Sprintf("srt-mcp runs as root; sandboxes run as the unprivileged host uid %s, gid %s (--sandbox-user), in a user namespace of their own: never as uid 0", uid, gid)
+		st := "ok"
+		fix := ""
+		if u, err := osuser.LookupId(uid); err == nil {
+			detail += fmt.Sprintf("; uid %s is the account %q", uid, u.Username)
+			if sh := loginShell(u.Username); sh != "" {
+				st, fix = "warn", fmt.Sprintf("choose a --sandbox-user no one logs in as: %q has the shell %s and could reach running sandboxes' files", u.Username, sh)
+			}
+		}
+		checks = append(checks, check{Name: "sandbox user", Status: st, Detail: detail, Fix: fix})
+	default:
+		checks = append(checks, check{Name: "sandbox user", Status: "ok", Detail: fmt.Sprintf("sandboxes run as your own uid %s (unprivileged), in a user namespace of their own", uid)})
+	}
+	if strings.HasPrefix(procSys, "ro") {
+		checks = append(checks, check{Name: "/proc/sys in sandboxes", Status: "ok", Detail: "read-only (so are sysrq-trigger, irq, bus, fs; kcore, keys, timer_list, sched_debug are masked)"})
+	} else {
+		checks = append(checks, check{Name: "/proc/sys in sandboxes", Status: "missing", Detail: "not a read-only mount in the sandbox (" + procSys + ")", Fix: "report this: /proc/sys must be read-only in every sandbox"})
+	}
+	return checks
+}
+
+// loginShell returns name's shell from /etc/passwd when it is one a person
+// could log in with, "" otherwise.
+func loginShell(name string) string {
+	b, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) == 7 && f[0] == name {
+			if strings.HasSuffix(f[6], "nologin") || strings.HasSuffix(f[6], "/false") || f[6] == "" {
+				return ""
+			}
+			return f[6]
+		}
+	}
+	return ""
 }
 
 func pythonChecks() []check {
