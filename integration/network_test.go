@@ -100,6 +100,11 @@ func nwRun(t *testing.T, cwd string, flags []string, argv ...string) nwResult {
 	args = append(append(args, "--"), argv...)
 	cmd := exec.Command(nwBin(t), args...)
 	cmd.Env = append(os.Environ(), "HOME="+cwd)
+	if os.Getenv("XDG_CACHE_HOME") == "" && os.Getenv("HOME") != "" {
+		// srt-mcp's private cache (the sandbox's /etc mirror) stays in the
+		// suite's home, not in each test's tree (HOME is the tree here).
+		cmd.Env = append(cmd.Env, "XDG_CACHE_HOME="+filepath.Join(os.Getenv("HOME"), ".cache"))
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

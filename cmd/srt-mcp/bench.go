@@ -28,6 +28,7 @@ to minimal bwrap (the issue's goal is at most 1.3x).`,
 		&cli.BoolFlag{Name: "docker", Usage: "instead: warm run_python(print(2+2)) on the Docker backend vs docker exec of the same command, and vs the bubblewrap backend"},
 		&cli.StringFlag{Name: "image", Value: defaultImage, Usage: "with --docker: the image"},
 		&cli.BoolFlag{Name: "net", Usage: "instead: curl a 200 MB file and a small file over loopback, direct vs through the sandbox's proxy (CONNECT)"},
+		&cli.StringFlag{Name: "against", Usage: "also time `BIN` exec (another srt-mcp build) in the same rounds, and print this build's ratio to it"},
 	},
 	Action: runBench,
 }
@@ -70,6 +71,9 @@ func runBench(c *cli.Context) error {
 			"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", py, "-c", "1"}},
 		{name: "srt-mcp exec", argv: []string{self, "exec", "--", py, "-c", "1"}},
 	}
+	if other := c.String("against"); other != "" {
+		cases = append(cases, &benchCase{name: "--against exec", argv: []string{other, "exec", "--", py, "-c", "1"}})
+	}
 	one := func(bc *benchCase) (float64, error) {
 		cmd := exec.Command(bc.argv[0], bc.argv[1:]...)
 		cmd.Dir = wd
@@ -101,6 +105,10 @@ func runBench(c *cli.Context) error {
 	for _, bc := range cases {
 		m := median(bc.ms)
 		fmt.Printf("%-22s %6.2fms %6.2fms %6.2fms %9.2fx\n", bc.name, m, pct(bc.ms, 0.9), pct(bc.ms, 0), m/anchor)
+	}
+	if len(cases) > 3 {
+		fmt.Printf("\nthis build vs --against %s: %.3fx (median), %.3fx (p90)\n", c.String("against"),
+			median(cases[2].ms)/median(cases[3].ms), pct(cases[2].ms, 0.9)/pct(cases[3].ms, 0.9))
 	}
 	fmt.Printf("\nrounds: %d (interleaved), goal: srt-mcp exec <= 1.30x minimal bwrap\n", c.Int("rounds"))
 	return nil
