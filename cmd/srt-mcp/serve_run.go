@@ -81,12 +81,18 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// The runners' private cache (the sandbox's /etc mirror), found here
+	// where the environment is: runners get none of it.
+	cacheDir, err := runner.CacheRoot("")
+	if err != nil {
+		logger.Warn("no private cache directory: every run binds /etc entry by entry (slower)", "error", err)
+	}
 	mgr := executions.NewManager(executions.Config{
 		MaxConcurrent: c.Int("max-concurrent"),
 		MaxPerOwner:   c.Int("max-per-session"),
 		Retention:     c.Duration("retention"),
 		Start: func(s runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
-			s.User = user
+			s.User, s.CacheDir = user, cacheDir
 			return runner.StartProcessWith(runnerBin, s, sink)
 		},
 	})
