@@ -192,9 +192,9 @@ func (s *Sessions) CacheTemplate() string {
 func (s *Sessions) SetCacheTemplate(dir string) error {
 	t := filepath.Join(s.cfg.StateDir, "cache-template")
 	old := t + ".old"
-	_ = os.RemoveAll(old)
+	_ = nofollow.RemoveAll(old)
 	_ = os.Rename(t, old)
-	defer os.RemoveAll(old)
+	defer nofollow.RemoveAll(old)
 	return os.Rename(dir, t)
 }
 

@@ -27,6 +27,7 @@ import (
 	"golang.org/x/image/draw"
 
 	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/nofollow"
 	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/profiles"
 	"github.com/srt-mcp/srt-mcp/runner"
@@ -137,7 +138,7 @@ func (s *Server) buildCacheTemplate() {
 	if err != nil {
 		return
 	}
-	defer os.RemoveAll(tmp)
+	defer nofollow.RemoveAll(tmp) // a tree a sandbox wrote
 	box := executions.Box{SessionID: "cache-template", Workspace: filepath.Join(tmp, "data"), Cache: filepath.Join(tmp, "cache")}
 	for _, d := range []string{box.Workspace, box.Cache} {
 		if err := os.Mkdir(d, 0o700); err != nil {

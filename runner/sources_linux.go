@@ -94,7 +94,7 @@ func checkAccessAs(u SandboxUser, plan *Plan, extra []ExtraMount) *Error {
 			if m.Dst == plan.Cwd {
 				code = ErrCodeInvalidCwd
 			}
-			return errorf(code, "%s cannot be reached by the sandbox user %s (%s is not searchable by it); %s", m.Src, u, p, fix(p))
+			return errorf(code, "%s cannot be reached by the sandbox user %s: %s is not searchable by it (srt-mcp runs as root, and runs sandboxes as that unprivileged user, never as root); use a path it can reach, let others search %s (chmod o+x), run srt-mcp as a regular user, or pick another --sandbox-user", m.Src, u, p, p)
 		}
 	}
 	for _, w := range plan.Writable {
@@ -106,7 +106,7 @@ func checkAccessAs(u SandboxUser, plan *Plan, extra []ExtraMount) *Error {
 		}
 	}
 	if !plan.PrivateCwd && !inExtra(plan.Cwd) && !mayAccess(u, plan.Cwd, 0o1) {
-		return errorf(ErrCodeInvalidCwd, "the working directory %s cannot be entered by the sandbox user %s; %s", plan.Cwd, u, fix(plan.Cwd))
+		return errorf(ErrCodeInvalidCwd, "the working directory %s cannot be entered by the sandbox user %s (srt-mcp runs as root, and runs sandboxes as that unprivileged user, never as root): start from a directory it can enter (--cwd /tmp, say), run srt-mcp as a regular user, or pick another --sandbox-user", plan.Cwd, u)
 	}
 	return nil
 }
