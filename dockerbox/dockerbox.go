@@ -1,21 +1,34 @@
 // Package dockerbox is the Docker backend of data sessions: one container
 // per session, created on first use from the Python data image, with the
-// session's workspace at /mnt/data; each run is a `docker exec` in it,
-// streamed as runner events. It talks to the engine only through Docker's
-// official Go client.
+// session's workspace at /mnt/data; each run is a `docker exec` of
+// srt-mcp's exec stage in it, streamed as runner events. It talks to the
+// engine only through Docker's official Go client.
 //
-// Containers are hardened as seed 000 §4 asks (no network, all
-// capabilities dropped, no-new-privileges, read-only root, tmpfs /tmp,
-// memory/CPU/pids limits) and labelled app=srt-mcp, session_id=<id>, plus
-// the owning server's state directory and instance, so that a later server
-// can tell orphans (their server is gone) from another live server's.
+// Identity: as root, each session's container runs as the session's own
+// host uid (executions.SessionConfig.UIDs), shared with no other session
+// and no account. Process lifetime: each run lives in a cgroup of its own
+// that the server kills from the host (runcg_linux.go). Cleanup: every
+// container this server creates is recorded in the state directory
+// (containers/<id>) before it starts, removed with its anonymous volumes on
+// every path (close, TTL, shutdown, a dead PID 1 — containers are also
+// AutoRemove — a failed start, a close racing the first run), and a later
+// server removes only recorded containers whose server is gone. Hardening:
+// no network, all capabilities dropped, no-new-privileges, read-only root,
+// a capped tmpfs /tmp emptied after each run, memory/CPU/pids limits, the
+// workspaces nosuid and nodev, srt-mcp's seccomp filter and file-size limit
+// on every run, and an image checked against the recipe srt-mcp built it
+// from (or pinned by digest).
 package dockerbox
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +39,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/nofollow"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
@@ -45,9 +59,14 @@ const DefaultImage = "srt-mcp-python:latest"
 const (
 	ErrCodeUnavailable   = "docker_unavailable"
 	ErrCodeImageMissing  = "image_missing"
+	ErrCodeImageUnpinned = "image_unpinned"
 	ErrCodeContainerDied = "container_died"
 	ErrCodeOOM           = "oom_killed"
 )
+
+// ExecStageMount is where srt-mcp's exec stage is mounted (read-only) in
+// each container.
+const ExecStageMount = "/.srt-mcp/exec"
 
 // Config sets up the backend.
 type Config struct {
@@ -55,11 +74,17 @@ type Config struct {
 	Memory   int64   // SANDBOX_MEMORY_LIMIT, bytes (default 512 MiB)
 	CPUs     float64 // SANDBOX_CPU_LIMIT (default 1)
 	Pids     int64   // most processes per container (default 256)
-	TmpBytes int64   // size of /tmp (default 512 MiB)
+	TmpBytes int64   // size of /tmp (default and at most a quarter of Memory)
 	// StateDir and Instance identify the owning server (see
 	// executions.InstanceAlive).
 	StateDir string
 	Instance string
+	// ExecStage is the srt-mcp binary whose __docker-exec mode starts each
+	// run; it is copied into the state directory and mounted read-only.
+	ExecStage string
+	// FileSize is the largest file a run may write (RLIMIT_FSIZE; default
+	// 1 GiB, as native sandboxes).
+	FileSize int64
 	// Egress serves a run's network allow-list (the same netproxy as the
 	// native sandbox); nil: runs with allowed_domains are refused.
 	Egress runner.EgressFunc
@@ -67,19 +92,32 @@ type Config struct {
 
 // Backend implements executions.Backend on a Docker engine.
 type Backend struct {
-	cfg Config
-	cli *client.Client
-	uid string // the container user, "uid:gid"
+	cfg     Config
+	cli     *client.Client
+	uid     int    // the container user when a session has no uid of its own
+	stage   string // host path of the exec stage binary
+	cgroups bool   // runs get a cgroup of their own (root)
+	nosuid  string // the workspaces bind mount made nosuid,nodev ("" if none)
 
 	mu         sync.Mutex
-	containers map[string]string // session id -> container id
+	containers map[string]*box // by session workspace (its incarnation)
 	creating   map[string]*sync.Mutex
+	closed     map[string]bool // workspaces whose session ended
+}
+
+// box is one session's container.
+type box struct {
+	id      string
+	session string
+	pid1    int // host pid of its PID 1
+	running int // runs in it now
 }
 
 var _ executions.Backend = (*Backend)(nil)
 
 // New connects to the engine (DOCKER_HOST or the default socket) and checks
-// that the image exists, with errors that say what to do.
+// that the image exists and is one srt-mcp built, with errors that say
+// what to do.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if cfg.Image == "" {
 		cfg.Image = DefaultImage
@@ -93,85 +131,210 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if cfg.Pids <= 0 {
 		cfg.Pids = 256
 	}
-	if cfg.TmpBytes <= 0 {
-		cfg.TmpBytes = 512 << 20
+	// /tmp is memory: at most a quarter of the container's, so leftovers
+	// there can never starve a later run.
+	if cfg.TmpBytes <= 0 || cfg.TmpBytes > cfg.Memory/4 {
+		cfg.TmpBytes = cfg.Memory / 4
+	}
+	if cfg.FileSize <= 0 {
+		cfg.FileSize = 1 << 30
 	}
 	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, &runner.Error{Code: ErrCodeUnavailable, Message: "Docker client: " + err.Error()}
 	}
-	b := &Backend{cfg: cfg, cli: cli, containers: map[string]string{}, creating: map[string]*sync.Mutex{}}
+	b := &Backend{cfg: cfg, cli: cli, containers: map[string]*box{}, creating: map[string]*sync.Mutex{}, closed: map[string]bool{},
+		uid: os.Geteuid(), cgroups: os.Geteuid() == 0}
+	fail := func(err error) (*Backend, error) {
+		cli.Close()
+		return nil, err
+	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := cli.Ping(pctx, client.PingOptions{}); err != nil {
-		cli.Close()
-		return nil, &runner.Error{Code: ErrCodeUnavailable, Message: fmt.Sprintf(
+		return fail(&runner.Error{Code: ErrCodeUnavailable, Message: fmt.Sprintf(
 			"the Docker engine is not reachable at %s (%v); start it (dockerd, or systemctl start docker), set DOCKER_HOST, or use --backend native",
-			cli.DaemonHost(), err)}
+			cli.DaemonHost(), err)})
 	}
-	if _, err := cli.ImageInspect(pctx, cfg.Image); err != nil {
-		cli.Close()
-		return nil, &runner.Error{Code: ErrCodeImageMissing, Message: fmt.Sprintf(
-			"the image %s is not on this Docker engine (%v); build it with: srt-mcp image build --tag %s (or make image)", cfg.Image, err, cfg.Image)}
+	if err := CheckImage(pctx, cli, cfg.Image); err != nil {
+		return fail(err)
 	}
-	b.uid = containerUser()
+	if b.stage, err = stageBinary(cfg.StateDir, cfg.ExecStage); err != nil {
+		return fail(&runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "staging srt-mcp's exec stage: " + err.Error()})
+	}
+	if os.Geteuid() == 0 {
+		b.nosuid = mountNosuid(filepath.Join(cfg.StateDir, "workspaces"))
+	}
+	if err := os.MkdirAll(b.recordDir(), 0o700); err != nil {
+		return fail(err)
+	}
 	return b, nil
 }
 
-// containerUser runs containers as the server's own uid when it is not
-// root (the workspace is its); as root, as uid 1000, the image's sandbox
-// user, and the workspace is handed to it (see Prepare).
-func containerUser() string {
-	if os.Geteuid() != 0 {
-		return fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid())
+// CheckImage refuses an image srt-mcp did not build: its srt-mcp.recipe
+// label must be a recipe of this srt-mcp (the registry-free build's or the
+// Dockerfile's), unless the image is named by digest (name@sha256:...), which
+// pins it exactly.
+func CheckImage(ctx context.Context, cli *client.Client, image string) error {
+	img, err := cli.ImageInspect(ctx, image)
+	if err != nil {
+		return &runner.Error{Code: ErrCodeImageMissing, Message: fmt.Sprintf(
+			"the image %s is not on this Docker engine (%v); build it with: srt-mcp image build --tag %s (or make image)", image, err, image)}
 	}
-	return fmt.Sprintf("%d:%d", SandboxUID, SandboxUID)
+	if strings.Contains(image, "@sha256:") {
+		return nil
+	}
+	got := ""
+	if img.Config != nil {
+		got = img.Config.Labels[LabelRecipe]
+	}
+	for _, want := range KnownRecipes() {
+		if got == want {
+			return nil
+		}
+	}
+	return &runner.Error{Code: ErrCodeImageUnpinned, Message: fmt.Sprintf(
+		"the image %s was not built by this srt-mcp (its %s label is %q; this srt-mcp builds %s): build it with: srt-mcp image build --tag %s, or name an image you trust by digest (NAME@sha256:...)",
+		image, LabelRecipe, got, strings.Join(KnownRecipes(), " or "), image)}
 }
 
-// SandboxUID is the image's unprivileged user.
-const SandboxUID = 1000
+// stageBinary copies the exec stage into the state directory (once per
+// build), where containers mount it from: the path a container's mount
+// table shows is the state directory's, never the binary's own.
+func stageBinary(stateDir, src string) (string, error) {
+	if src == "" {
+		p, err := os.Executable()
+		if err != nil {
+			return "", err
+		}
+		src = p
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, in); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(stateDir, "bin")
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return "", err
+	}
+	_ = os.Chmod(dir, 0o711)
+	dst := filepath.Join(dir, "srt-mcp-exec-"+hex.EncodeToString(h.Sum(nil))[:16])
+	if fi, err := os.Lstat(dst); err == nil && fi.Mode().IsRegular() {
+		return dst, nil
+	}
+	if _, err := in.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, ".stage-*")
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(tmp, in); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	if err := tmp.Chmod(0o755); err == nil {
+		err = tmp.Close()
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	// Older builds' stages go.
+	old, _ := filepath.Glob(filepath.Join(dir, "srt-mcp-exec-*"))
+	for _, o := range old {
+		if o != dst {
+			os.Remove(o)
+		}
+	}
+	return dst, nil
+}
 
 // Name implements executions.Backend.
 func (b *Backend) Name() string { return "docker" }
 
 // Close implements executions.Backend.
-func (b *Backend) Close() error { return b.cli.Close() }
+func (b *Backend) Close() error {
+	if b.nosuid != "" && !b.otherServers() {
+		unmountNosuid(b.nosuid)
+	}
+	return b.cli.Close()
+}
+
+// otherServers reports whether another live server uses the state
+// directory.
+func (b *Backend) otherServers() bool {
+	ents, _ := os.ReadDir(filepath.Join(b.cfg.StateDir, "sessions"))
+	for _, e := range ents {
+		if e.Name() != b.cfg.Instance && executions.InstanceAlive(b.cfg.StateDir, e.Name()) {
+			return true
+		}
+	}
+	return false
+}
 
 // Client is the engine client (for tests and tools).
 func (b *Backend) Client() *client.Client { return b.cli }
 
-// Container returns the session's container id, creating and starting it
-// on first use.
-func (b *Backend) Container(ctx context.Context, box executions.Box) (string, error) {
-	b.mu.Lock()
-	if id, ok := b.containers[box.SessionID]; ok {
-		b.mu.Unlock()
-		return id, nil
+// userOf is the container user of a box: its session's own uid, else the
+// server's.
+func (b *Backend) userOf(bx executions.Box) string {
+	if bx.UID != 0 {
+		return fmt.Sprintf("%d:%d", bx.UID, bx.UID)
 	}
-	lk, ok := b.creating[box.SessionID]
+	return fmt.Sprintf("%d:%d", b.uid, os.Getegid())
+}
+
+// ErrClosed: the session ended (a run that raced its close).
+var errClosed = &runner.Error{Code: ErrCodeContainerDied, Message: "the session was closed"}
+
+// Container returns the session's container, creating and starting it on
+// first use.
+func (b *Backend) Container(ctx context.Context, bx executions.Box) (*box, error) {
+	key := bx.Workspace
+	b.mu.Lock()
+	if c, ok := b.containers[key]; ok {
+		b.mu.Unlock()
+		return c, nil
+	}
+	if b.closed[key] {
+		b.mu.Unlock()
+		return nil, errClosed
+	}
+	lk, ok := b.creating[key]
 	if !ok {
 		lk = &sync.Mutex{}
-		b.creating[box.SessionID] = lk
+		b.creating[key] = lk
 	}
 	b.mu.Unlock()
 	lk.Lock()
 	defer lk.Unlock()
 	b.mu.Lock()
-	id, ok := b.containers[box.SessionID]
+	c, ok := b.containers[key]
+	closed := b.closed[key]
 	b.mu.Unlock()
 	if ok {
-		return id, nil
+		return c, nil
+	}
+	if closed {
+		return nil, errClosed
 	}
 	init, pids := true, b.cfg.Pids
 	res, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Name: "srt-mcp-" + box.SessionID + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 36),
+		Name: "srt-mcp-" + bx.SessionID + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 36),
 		Config: &container.Config{
 			Image:      b.cfg.Image,
-			User:       b.uid,
+			User:       b.userOf(bx),
 			WorkingDir: executions.WorkspaceMount,
 			Entrypoint: []string{"/bin/sleep", "infinity"},
 			Env:        []string{"HOME=" + runner.SandboxHome, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"},
-			Labels: map[string]string{LabelApp: LabelAppValue, LabelSession: box.SessionID,
+			Labels: map[string]string{LabelApp: LabelAppValue, LabelSession: bx.SessionID,
 				LabelState: b.cfg.StateDir, LabelInstance: b.cfg.Instance},
 			NetworkDisabled: true,
 		},
@@ -181,10 +344,12 @@ func (b *Backend) Container(ctx context.Context, box executions.Box) (string, er
 			SecurityOpt:    []string{"no-new-privileges"},
 			ReadonlyRootfs: true,
 			Init:           &init,
+			AutoRemove:     true, // a dead PID 1 takes the container (and its anonymous volumes) with it
 			Tmpfs:          map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", b.cfg.TmpBytes)},
 			Mounts: []mount.Mount{
-				{Type: mount.TypeBind, Source: box.Workspace, Target: executions.WorkspaceMount},
-				{Type: mount.TypeBind, Source: box.Cache, Target: CacheMount},
+				{Type: mount.TypeBind, Source: bx.Workspace, Target: executions.WorkspaceMount},
+				{Type: mount.TypeBind, Source: bx.Cache, Target: CacheMount},
+				{Type: mount.TypeBind, Source: b.stage, Target: ExecStageMount, ReadOnly: true},
 			},
 			Resources: container.Resources{
 				Memory:     b.cfg.Memory,
@@ -195,17 +360,34 @@ func (b *Backend) Container(ctx context.Context, box executions.Box) (string, er
 		},
 	})
 	if err != nil {
-		return "", b.engineErr("creating the session's container", err)
+		return nil, b.engineErr("creating the session's container", err)
+	}
+	// Recorded before it runs: whatever happens to this server from here,
+	// the next one on this state directory knows the container is its to
+	// remove.
+	if err := b.record(res.ID); err != nil {
+		b.remove(res.ID)
+		return nil, &runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "recording the session's container: " + err.Error()}
 	}
 	if _, err := b.cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
-		_, _ = b.cli.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true})
-		return "", b.engineErr("starting the session's container", err)
+		b.remove(res.ID)
+		return nil, b.engineErr("starting the session's container", err)
 	}
+	insp, err := b.cli.ContainerInspect(ctx, res.ID, client.ContainerInspectOptions{})
+	if err != nil || insp.Container.State == nil || insp.Container.State.Pid == 0 {
+		b.remove(res.ID)
+		return nil, &runner.Error{Code: ErrCodeContainerDied, Message: fmt.Sprintf("the session's container did not stay up (%v)", err)}
+	}
+	c = &box{id: res.ID, session: bx.SessionID, pid1: insp.Container.State.Pid}
 	b.mu.Lock()
-	b.containers[box.SessionID] = res.ID
-	delete(b.creating, box.SessionID)
-	b.mu.Unlock()
-	return res.ID, nil
+	defer b.mu.Unlock()
+	delete(b.creating, key)
+	if b.closed[key] {
+		go b.remove(res.ID)
+		return nil, errClosed
+	}
+	b.containers[key] = c
+	return c, nil
 }
 
 // CacheMount is the session's cache directory inside its container, the
@@ -222,53 +404,102 @@ func (b *Backend) engineErr(what string, err error) error {
 	return &runner.Error{Code: runner.ErrCodeSandboxFailed, Message: fmt.Sprintf("%s: %v", what, err)}
 }
 
-// forget drops a container from the map (it died or was removed).
-func (b *Backend) forget(sessionID, id string) {
+// recordDir holds one file per container this state directory's servers
+// created (content: the server's instance).
+func (b *Backend) recordDir() string { return filepath.Join(b.cfg.StateDir, "containers") }
+
+func (b *Backend) record(id string) error {
+	return os.WriteFile(filepath.Join(b.recordDir(), id), []byte(b.cfg.Instance), 0o600)
+}
+
+// remove removes a container of ours (force: its processes die), its
+// anonymous volumes, and its record.
+func (b *Backend) remove(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := b.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err == nil || strings.Contains(err.Error(), "No such container") || strings.Contains(err.Error(), "is already in progress") {
+		_ = os.Remove(filepath.Join(b.recordDir(), id))
+	}
+}
+
+// forget drops a session's container (it died or was removed) and makes
+// sure it is gone.
+func (b *Backend) forget(key string, c *box) {
 	b.mu.Lock()
-	if b.containers[sessionID] == id {
-		delete(b.containers, sessionID)
+	if b.containers[key] == c {
+		delete(b.containers, key)
 	}
 	b.mu.Unlock()
+	b.remove(c.id)
 }
 
 // Destroy implements executions.Backend: the session's container goes,
-// with everything running in it.
-func (b *Backend) Destroy(sessionID string) error {
+// with everything running in it, including one being created right now
+// (it is removed when its creation ends).
+func (b *Backend) Destroy(bx executions.Box) error {
+	key := bx.Workspace
 	b.mu.Lock()
-	id, ok := b.containers[sessionID]
-	delete(b.containers, sessionID)
+	b.closed[key] = true
+	c, ok := b.containers[key]
+	delete(b.containers, key)
 	b.mu.Unlock()
-	if !ok {
-		return nil
+	if ok {
+		b.remove(c.id)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := b.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true})
-	return err
+	return nil
 }
 
-// Cleanup implements executions.Backend: it removes every container with
-// our label whose server is gone.
+// Release removes a session's container but keeps the session: its next
+// run starts a new one (the LibreChat API's stored sessions hold no
+// container between calls).
+func (b *Backend) Release(bx executions.Box) {
+	b.mu.Lock()
+	c, ok := b.containers[bx.Workspace]
+	if ok && c.running > 0 {
+		ok = false // a run is using it; it goes with the session
+	}
+	if ok {
+		delete(b.containers, bx.Workspace)
+	}
+	b.mu.Unlock()
+	if ok {
+		b.remove(c.id)
+	}
+}
+
+// Cleanup implements executions.Backend: it removes the containers this
+// state directory's servers created whose server is gone (their record
+// names an instance whose lock nobody holds). A container it has no
+// record of is never touched, whatever its labels say: it may be another
+// server's, on this host or another.
 func (b *Backend) Cleanup(ctx context.Context) (int, error) {
-	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{All: true,
-		Filters: client.Filters{}.Add("label", LabelApp+"="+LabelAppValue)})
+	ents, err := os.ReadDir(b.recordDir())
 	if err != nil {
-		return 0, b.engineErr("listing containers", err)
+		return 0, err
 	}
 	n := 0
 	var errs []error
-	for _, c := range list.Items {
-		if c.Labels[LabelState] == b.cfg.StateDir && c.Labels[LabelInstance] == b.cfg.Instance {
-			continue // ours
+	for _, e := range ents {
+		d, err := nofollow.OpenTrusted(b.recordDir())
+		if err != nil {
+			return n, err
 		}
-		if executions.InstanceAlive(c.Labels[LabelState], c.Labels[LabelInstance]) {
-			continue // another live server's
+		inst, err := d.ReadFile(e.Name(), 256)
+		d.Close()
+		if err != nil || string(inst) == b.cfg.Instance || executions.InstanceAlive(b.cfg.StateDir, string(inst)) {
+			continue // ours, or another live server's
 		}
-		if _, err := b.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+		_, err = b.cli.ContainerRemove(ctx, e.Name(), client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		switch {
+		case err == nil:
+			n++
+			fallthrough
+		case strings.Contains(err.Error(), "No such container"):
+			_ = os.Remove(filepath.Join(b.recordDir(), e.Name()))
+		default:
 			errs = append(errs, err)
-			continue
 		}
-		n++
 	}
 	return n, errors.Join(errs...)
 }
@@ -276,20 +507,16 @@ func (b *Backend) Cleanup(ctx context.Context) (int, error) {
 // RemoveAll removes every container of this server (at shutdown).
 func (b *Backend) RemoveAll(ctx context.Context) {
 	b.mu.Lock()
-	ids := b.containers
-	b.containers = map[string]string{}
+	all := b.containers
+	b.containers = map[string]*box{}
 	b.mu.Unlock()
-	for _, id := range ids {
-		_, _ = b.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true})
+	var wg sync.WaitGroup
+	for _, c := range all {
+		wg.Add(1)
+		go func(id string) {
+			defer wg.Done()
+			b.remove(id)
+		}(c.id)
 	}
-}
-
-// FileOwner is who must own the session's files for the container user to
-// write them: the image's sandbox user when the server runs as root, else
-// nobody needs changing (nil).
-func FileOwner() *executions.Owner {
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	return &executions.Owner{UID: SandboxUID, GID: SandboxUID}
+	wg.Wait()
 }

@@ -3,6 +3,9 @@ package dockerbox
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,42 +21,80 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/nofollow"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
-// pidDir holds, inside the container, one file per run with the pid of the
-// run's session leader: every process the run starts is in that session's
-// process group, so timeout and cancel signal the whole tree (Docker has
-// no call to kill an exec).
-const pidDir = "/tmp/.srt-mcp-exec"
+// A run, from the server's side:
+//
+//	server                                   container
+//	  | docker exec /.srt-mcp/exec __docker-exec CONFIG
+//	  | ---------------------------------------> | exec stage: waits to see
+//	  | ExecInspect: the stage's host pid          |   "srt-run-<id>" in
+//	  | mkdir the run's cgroup, move the pid ----> |   /proc/self/cgroup
+//	  |                                            | rlimits, seccomp, execve
+//	  | <------------- stdout/stderr (attach) ----- | the command and all it
+//	  |                                            | starts: in the cgroup
+//	  | timeout/cancel: SIGTERM, grace, then freeze+SIGKILL the cgroup
+//	  | the exec ends: SIGKILL what is left in the cgroup, remove it, empty
+//	  | /tmp (when no other run is in the container), report the end
+//
+// No step after the start needs a new process in the container: a run that
+// exhausts the pids limit, leaves a new session or rewrites files cannot
+// outlive its end. A server that is not root cannot write cgroups: its runs
+// are killed by their process tree (what re-parents to the container's init
+// escapes; run the server as root for the whole guarantee).
 
 // Start implements executions.Backend: a docker exec in the session's
-// container, streamed as runner events.
-func (b *Backend) Start(box executions.Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+// container, streamed as runner events. A container found dead before the
+// run starts (its PID 1 was killed, it was removed) is removed for good
+// and the run goes to a new one.
+func (b *Backend) Start(bx executions.Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
 	if err := checkSpec(spec); err != nil {
 		return nil, err
 	}
+	h, err := b.start(bx, spec, sink)
+	var re *runner.Error
+	if errors.As(err, &re) && re.Code == ErrCodeContainerDied && re != errClosed {
+		h, err = b.start(bx, spec, sink)
+	}
+	return h, err
+}
+
+func (b *Backend) start(bx executions.Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
 	ctx := context.Background()
-	cid, err := b.Container(ctx, box)
+	c, err := b.Container(ctx, bx)
 	if err != nil {
 		return nil, err
+	}
+	// A failure before the run starts: if the container is gone, it is
+	// removed for good (and the caller may try a new one).
+	failed := func(err error) error {
+		if b.dead(c.id) {
+			b.forget(bx.Workspace, c)
+			return &runner.Error{Code: ErrCodeContainerDied, Message: "the session's container is gone (killed or removed); the next call starts a new one"}
+		}
+		return err
 	}
 	runID := spec.ID
 	if runID == "" {
 		runID = uuid.NewString()
 	}
-	pidFile := pidDir + "/" + runID
-	// The command runs as the leader of its own session, whose pid it
-	// writes first: its process group is the whole run. With a TTY, docker
-	// exec already makes it a session leader owning the terminal; without
-	// one, setsid does, forked by a shell so that it need not fork itself.
-	// (That shell's own stderr is /dev/null and the run's is handed over on
-	// fd 3: the shell would report a killed command as "Terminated".)
-	start := `mkdir -p ` + pidDir + ` && echo $$ > ` + pidFile + ` && { command -v "$1" >/dev/null || { : > ` + pidFile + `.notfound; exit 127; }; } && exec "$@"`
-	argv := append([]string{"/bin/sh", "-c", start, "sh"}, spec.Argv...)
-	if spec.Stdin != runner.StdinPTY {
-		argv = append([]string{"/bin/sh", "-c", `exec 3>&2 2>/dev/null; /usr/bin/setsid /bin/sh -c 'exec 2>&3 3>&-; ` + start + `' sh "$@"; exit $?`, "sh"}, spec.Argv...)
+	nb := make([]byte, 8)
+	_, _ = rand.Read(nb)
+	name := "srt-run-" + hex.EncodeToString(nb)
+	notFound := "/tmp/." + name + ".notfound"
+	stage := runner.DockerExec{Argv: spec.Argv, NotFound: notFound, FileSize: uint64(b.cfg.FileSize)}
+	if l := spec.Policy.Limits; l.MaxFileSizeBytes > 0 && l.MaxFileSizeBytes < b.cfg.FileSize {
+		stage.FileSize = uint64(l.MaxFileSizeBytes)
 	}
+	if l := spec.Policy.Limits; l.MaxOpenFiles > 0 {
+		stage.OpenFiles = uint64(l.MaxOpenFiles)
+	}
+	if b.cgroups {
+		stage.Cgroup = name
+	}
+	argv := []string{ExecStageMount, runner.ModeDockerExec, stage.Arg()}
 	env := []string{}
 	for k, v := range executions.SessionEnv() {
 		if _, set := spec.Env[k]; !set {
@@ -63,6 +104,7 @@ func (b *Backend) Start(box executions.Box, spec runner.Spec, sink func(runner.E
 	for k, v := range spec.Env {
 		env = append(env, k+"="+v)
 	}
+	env = append(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 	tty := spec.Stdin == runner.StdinPTY
 	withStdin := spec.Stdin != runner.StdinNull
 	cwd := spec.Cwd
@@ -83,7 +125,7 @@ func (b *Backend) Start(box executions.Box, spec runner.Spec, sink func(runner.E
 		if b.cfg.Egress == nil {
 			return nil, &runner.Error{Code: runner.ErrCodeInvalidPolicy, Message: "this server has no network proxy for the Docker backend; remove network.allowed_domains"}
 		}
-		httpL, socksL, err := b.proxyListeners(cid)
+		httpL, socksL, err := b.proxyListeners(c.id)
 		if err != nil {
 			return nil, &runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "network proxy: " + err.Error()}
 		}
@@ -108,31 +150,50 @@ func (b *Backend) Start(box executions.Box, spec runner.Spec, sink func(runner.E
 			env = append(env, k+"="+v)
 		}
 	}
-	oomBefore := b.oomKills(cid)
-	ex, err := b.cli.ExecCreate(ctx, cid, client.ExecCreateOptions{
-		User: b.uid, TTY: tty, ConsoleSize: size, AttachStdin: withStdin, AttachStdout: true, AttachStderr: true,
+	closeEgress := func() {
+		if egress != nil {
+			egress.Close()
+		}
+	}
+	oomBefore := b.oomKills(c.id)
+	b.mu.Lock()
+	c.running++
+	b.mu.Unlock()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			b.mu.Lock()
+			c.running--
+			b.mu.Unlock()
+		}
+	}
+	ex, err := b.cli.ExecCreate(ctx, c.id, client.ExecCreateOptions{
+		User: b.userOf(bx), TTY: tty, ConsoleSize: size, AttachStdin: withStdin, AttachStdout: true, AttachStderr: true,
 		Env: env, WorkingDir: cwd, Cmd: argv,
 	})
 	if err != nil {
-		if egress != nil {
-			egress.Close()
-		}
-		if b.dead(cid) {
-			b.forget(box.SessionID, cid)
-			return nil, &runner.Error{Code: ErrCodeContainerDied, Message: "the session's container is gone (killed or removed); the next call starts a new one"}
-		}
-		return nil, b.engineErr("docker exec", err)
+		closeEgress()
+		release()
+		return nil, failed(b.engineErr("docker exec", err))
 	}
 	att, err := b.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{TTY: tty, ConsoleSize: size})
 	if err != nil {
-		if egress != nil {
-			egress.Close()
-		}
-		return nil, b.engineErr("docker exec attach", err)
+		closeEgress()
+		release()
+		return nil, failed(b.engineErr("docker exec attach", err))
 	}
-	e := &execRun{b: b, cid: cid, argv0: spec.Argv[0], session: box.SessionID, execID: ex.ID, pidFile: pidFile, att: att, sink: sink,
-		start: time.Now(), done: make(chan struct{}), oomBefore: oomBefore,
+	e := &execRun{b: b, box: c, key: bx.Workspace, argv0: spec.Argv[0], execID: ex.ID, notFound: notFound, att: att, sink: sink,
+		start: time.Now(), done: make(chan struct{}), oomBefore: oomBefore, release: release,
 		max: spec.Policy.Limits.MaxOutputBytes, grace: spec.Grace.Std(), egress: egress}
+	// The exec stage waits for its cgroup: find its host pid and put it
+	// there. Until then nothing of the command runs.
+	if err := e.adopt(ctx, name); err != nil {
+		att.Close()
+		closeEgress()
+		release()
+		return nil, failed(&runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "setting up the run: " + err.Error()})
+	}
 	if report != nil {
 		// Decisions stream as violation events from now on; any made
 		// before (none: the command has not started) are flushed.
@@ -174,10 +235,12 @@ func checkSpec(spec runner.Spec) error {
 
 type execRun struct {
 	b         *Backend
-	cid       string
-	session   string
+	box       *box
+	key       string
 	execID    string
-	pidFile   string
+	pid       int        // host pid of the exec stage (then the command)
+	cg        *runCgroup // nil when the server cannot make cgroups
+	notFound  string
 	att       client.ExecAttachResult
 	sink      func(runner.Event)
 	start     time.Time
@@ -187,6 +250,7 @@ type execRun struct {
 	oomBefore int64
 	argv0     string
 	egress    io.Closer
+	release   func()
 
 	mu       sync.Mutex
 	seq      uint64
@@ -197,6 +261,39 @@ type execRun struct {
 	end      *runner.Event
 	done     chan struct{}
 	killOnce sync.Once
+}
+
+// adopt finds the exec stage's host pid and, as root, moves it into the
+// run's own cgroup (the stage waits for exactly that).
+func (e *execRun) adopt(ctx context.Context, name string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := e.b.cli.ExecInspect(ctx, e.execID, client.ExecInspectOptions{})
+		if err != nil {
+			return err
+		}
+		if r.PID > 0 {
+			e.pid = r.PID
+			break
+		}
+		if !r.Running && r.ExitCode != 0 {
+			return fmt.Errorf("the exec stage exited with %d", r.ExitCode)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the exec stage did not start")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !e.b.cgroups {
+		return nil
+	}
+	cg, err := newRunCgroup(e.pid, name)
+	if err != nil {
+		_ = syscall.Kill(e.pid, syscall.SIGKILL)
+		return err
+	}
+	e.cg = cg
+	return nil
 }
 
 func (e *execRun) emit(ev runner.Event) {
@@ -270,9 +367,12 @@ func (e *execRun) pump(tty bool) {
 	if r, err := e.b.cli.ExecInspect(ctx, e.execID, client.ExecInspectOptions{}); err == nil {
 		code = r.ExitCode
 	}
-	// Whatever the run left in the background goes with it, as in a
-	// native sandbox (after the reply: it costs a second exec).
-	defer func() { go e.signalGroup(syscall.SIGKILL) }()
+	// Whatever the run left in the background goes with it, before its
+	// end is reported, as in a native sandbox.
+	e.killAll()
+	notFound := code == 127 && e.b.takeMarker(e.box, e.notFound)
+	e.release()
+	e.b.emptyTmp(e.box)
 	e.mu.Lock()
 	reason, timeout := e.reason, e.timeout
 	var trunc []string
@@ -283,13 +383,13 @@ func (e *execRun) pump(tty bool) {
 	}
 	e.mu.Unlock()
 	dur := time.Since(e.start).Milliseconds()
-	dead := e.b.dead(e.cid)
+	dead := e.b.dead(e.box.id)
 	// A run killed by SIGKILL that srt-mcp did not send: the container may
 	// be on its way out (docker rm -f, docker kill) and still say running
 	// for a moment.
 	for i := 0; i < 10 && !dead && reason == "" && code == 137; i++ {
 		time.Sleep(100 * time.Millisecond)
-		dead = e.b.dead(e.cid)
+		dead = e.b.dead(e.box.id)
 	}
 	switch {
 	case reason == runner.EventTimeout:
@@ -297,18 +397,19 @@ func (e *execRun) pump(tty bool) {
 	case reason == runner.EventCancelled:
 		e.emit(runner.Event{Type: runner.EventCancelled, DurationMS: dur, Truncated: trunc})
 	case dead:
-		e.b.forget(e.session, e.cid)
+		oom := e.b.containerOOM(e.box.id)
+		e.b.forget(e.key, e.box)
 		msg := "the session's container died during the run; the next call starts a new one (files in /mnt/data are kept)"
-		if e.b.containerOOM(e.cid) {
+		if oom {
 			e.emit(runner.Event{Type: runner.EventError, ErrCode: ErrCodeOOM, DurationMS: dur, Truncated: trunc,
 				Message: fmt.Sprintf("the run was killed for exceeding the container's memory limit (%s, SANDBOX_MEMORY_LIMIT); %s", human(e.b.cfg.Memory), msg)})
 			return
 		}
 		e.emit(runner.Event{Type: runner.EventError, ErrCode: ErrCodeContainerDied, Message: msg, DurationMS: dur, Truncated: trunc})
-	case code == 137 && e.b.oomKills(e.cid) > e.oomBefore:
+	case code == 137 && e.b.oomKills(e.box.id) > e.oomBefore:
 		e.emit(runner.Event{Type: runner.EventError, ErrCode: ErrCodeOOM, DurationMS: dur, Truncated: trunc,
 			Message: fmt.Sprintf("the run was killed for exceeding the container's memory limit (%s, SANDBOX_MEMORY_LIMIT)", human(e.b.cfg.Memory))})
-	case code == 127 && e.b.execOK(e.cid, "test -e "+e.pidFile+".notfound && rm -f "+e.pidFile+".notfound"):
+	case notFound:
 		e.emit(runner.Event{Type: runner.EventError, ErrCode: runner.ErrCodeNotFound, DurationMS: dur,
 			Message: fmt.Sprintf("%s: command not found in the image %s", e.argv0, e.b.cfg.Image)})
 	default:
@@ -320,8 +421,38 @@ func (e *execRun) pump(tty bool) {
 	}
 }
 
-// stop ends the run for a reason: SIGTERM to its process group, SIGKILL
-// after the grace period.
+// signalAll sends sig to every process of the run, from the host.
+func (e *execRun) signalAll(sig syscall.Signal) {
+	if e.cg != nil {
+		e.cg.signal(sig)
+		return
+	}
+	for _, p := range processTree(e.pid) {
+		_ = syscall.Kill(p, sig)
+	}
+}
+
+// killAll ends every process of the run and removes its cgroup.
+func (e *execRun) killAll() {
+	if e.cg != nil {
+		e.cg.kill()
+		e.cg.remove()
+		return
+	}
+	for i := 0; i < 10; i++ {
+		ps := processTree(e.pid)
+		if len(ps) == 0 {
+			return
+		}
+		for _, p := range ps {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stop ends the run for a reason: SIGTERM to all of it, SIGKILL after the
+// grace period.
 func (e *execRun) stop(reason string, timeout time.Duration) {
 	e.mu.Lock()
 	if e.reason != "" || e.end != nil {
@@ -330,7 +461,7 @@ func (e *execRun) stop(reason string, timeout time.Duration) {
 	}
 	e.reason, e.timeout = reason, timeout
 	e.mu.Unlock()
-	e.signalGroup(syscall.SIGTERM)
+	e.signalAll(syscall.SIGTERM)
 	go func() {
 		select {
 		case <-e.done:
@@ -342,9 +473,9 @@ func (e *execRun) stop(reason string, timeout time.Duration) {
 
 func (e *execRun) kill() {
 	e.killOnce.Do(func() {
-		e.signalGroup(syscall.SIGKILL)
-		// If the run's own process is out of reach (it never wrote its pid),
-		// the attach is closed so the run still ends.
+		e.killAll()
+		// The attach ends with the run's last process; should anything
+		// hold it open, it is closed so the run still ends.
 		go func() {
 			select {
 			case <-e.done:
@@ -353,31 +484,6 @@ func (e *execRun) kill() {
 			}
 		}()
 	})
-}
-
-// signalGroup sends sig to the run's process group from a second exec.
-func (e *execRun) signalGroup(sig syscall.Signal) {
-	script := fmt.Sprintf(`for i in 1 2 3 4 5 6 7 8 9 10; do [ -s %[1]s ] && break; sleep 0.05; done; p=$(cat %[1]s 2>/dev/null) && kill -%[2]d -$p 2>/dev/null; [ %[2]d = 9 ] && rm -f %[1]s; true`, e.pidFile, int(sig))
-	e.b.execOK(e.cid, script)
-}
-
-// execOK runs a shell script in the container as the sandbox user and
-// reports whether it exited 0.
-func (b *Backend) execOK(cid, script string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ex, err := b.cli.ExecCreate(ctx, cid, client.ExecCreateOptions{User: b.uid, Cmd: []string{"/bin/sh", "-c", script}, AttachStdout: true, AttachStderr: true})
-	if err != nil {
-		return false
-	}
-	att, err := b.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
-	if err != nil {
-		return false
-	}
-	_, _ = io.Copy(io.Discard, att.Reader)
-	att.Close()
-	r, err := b.cli.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{})
-	return err == nil && !r.Running && r.ExitCode == 0
 }
 
 // Write implements runner.Handle (stdin).
@@ -394,7 +500,7 @@ func (e *execRun) Resize(rows, cols uint16) error {
 
 // Signal implements runner.Handle.
 func (e *execRun) Signal(sig syscall.Signal) error {
-	e.signalGroup(sig)
+	e.signalAll(sig)
 	return nil
 }
 
@@ -417,6 +523,91 @@ func (e *execRun) Wait() runner.Event {
 
 // Done implements runner.Handle.
 func (e *execRun) Done() <-chan struct{} { return e.done }
+
+// containerTmp opens the container's /tmp from the host, through its PID 1's
+// root, without following any link the container made.
+func (b *Backend) containerTmp(c *box) (*nofollow.Dir, error) {
+	root, err := nofollow.OpenTrusted("/proc/" + strconv.Itoa(c.pid1) + "/root")
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.Sub("tmp")
+}
+
+// takeMarker reports whether the exec stage left the marker of a missing
+// command, and removes it.
+func (b *Backend) takeMarker(c *box, marker string) bool {
+	tmp, err := b.containerTmp(c)
+	if err != nil {
+		return false
+	}
+	defer tmp.Close()
+	name := filepath.Base(marker)
+	if st, err := tmp.Lstat(name); err != nil || !st.Mode.IsRegular() {
+		return false
+	}
+	_ = tmp.Remove(name)
+	return true
+}
+
+// emptyTmp empties the container's /tmp after a run when no other run (a
+// workspace's interpreter, say) is in the container: each run starts with
+// an empty /tmp, and nothing a run left there holds memory afterwards.
+func (b *Backend) emptyTmp(c *box) {
+	b.mu.Lock()
+	busy := c.running > 0
+	b.mu.Unlock()
+	if busy {
+		return
+	}
+	tmp, err := b.containerTmp(c)
+	if err != nil {
+		return
+	}
+	defer tmp.Close()
+	var names []string
+	_ = tmp.ReadDir(func(en nofollow.Entry) error {
+		names = append(names, en.Name)
+		return nil
+	})
+	for _, n := range names {
+		_ = tmp.RemoveAll(n)
+	}
+}
+
+// processTree lists pid and its descendants (host pids), for a server that
+// cannot make cgroups.
+func processTree(pid int) []int {
+	if pid <= 0 {
+		return nil
+	}
+	out := []int{}
+	queue := []int{pid}
+	seen := map[int]bool{}
+	for len(queue) > 0 && len(out) < 100000 {
+		p := queue[0]
+		queue = queue[1:]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", p)); err != nil {
+			continue
+		}
+		out = append(out, p)
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", p))
+		for _, t := range tasks {
+			b, _ := os.ReadFile(t)
+			for _, f := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(f); err == nil {
+					queue = append(queue, n)
+				}
+			}
+		}
+	}
+	return out
+}
 
 // dead reports whether the container is no longer running.
 func (b *Backend) dead(cid string) bool {

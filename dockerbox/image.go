@@ -46,6 +46,18 @@ type BuildOptions struct {
 	Log        io.Writer
 }
 
+// KnownRecipes are the srt-mcp.recipe labels of the images this srt-mcp
+// builds: the registry-free build's and the Dockerfile's.
+func KnownRecipes() []string {
+	return []string{RecipeHash(BuildOptions{Suite: "bookworm"}), DockerfileRecipe()}
+}
+
+// DockerfileRecipe is the srt-mcp.recipe label of the Dockerfile build.
+func DockerfileRecipe() string {
+	h := sha256.Sum256(dockerfile)
+	return "dockerfile-" + hex.EncodeToString(h[:8])
+}
+
 // RecipeHash identifies a registry-free build.
 func RecipeHash(o BuildOptions) string {
 	h := sha256.Sum256([]byte(imageRecipe + "\n" + o.Suite + "\n" + strings.Join(ImagePackages, ",")))
@@ -139,6 +151,10 @@ func BuildImage(ctx context.Context, o BuildOptions) error {
 	return err
 }
 
+// imageUID is the image's own unprivileged user (its default USER); srt-mcp
+// runs each session's container as the session's own uid instead.
+const imageUID = 1000
+
 // finishRootfs adds the unprivileged user and /mnt/data, and drops what an
 // image does not need.
 func finishRootfs(root string) error {
@@ -162,7 +178,7 @@ func finishRootfs(root string) error {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return err
 		}
-		if err := os.Chown(p, SandboxUID, SandboxUID); err != nil {
+		if err := os.Chown(p, imageUID, imageUID); err != nil {
 			return err
 		}
 	}
@@ -210,7 +226,8 @@ func buildFromDockerfile(ctx context.Context, cli *client.Client, o BuildOptions
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	res, err := cli.ImageBuild(ctx, &buf, client.ImageBuildOptions{Tags: []string{o.Tag}, Dockerfile: "Dockerfile", Remove: true, NoCache: o.Force})
+	res, err := cli.ImageBuild(ctx, &buf, client.ImageBuildOptions{Tags: []string{o.Tag}, Dockerfile: "Dockerfile", Remove: true, NoCache: o.Force,
+		Labels: map[string]string{LabelRecipe: DockerfileRecipe()}})
 	if err != nil {
 		return fmt.Errorf("docker build: %w", err)
 	}

@@ -15,11 +15,14 @@ type Box struct {
 	SessionID string
 	Workspace string
 	Cache     string
+	// UID is the session's own host uid (and gid) its sandboxes run as; 0:
+	// the backend's default.
+	UID int
 }
 
 // BoxOf returns the Box of a session.
 func BoxOf(ss *Session) Box {
-	return Box{SessionID: ss.ID, Workspace: ss.Workspace, Cache: ss.Cache}
+	return Box{SessionID: ss.ID, Workspace: ss.Workspace, Cache: ss.Cache, UID: ss.uid}
 }
 
 // Backend runs a data session's code: in a bubblewrap sandbox per run
@@ -33,8 +36,10 @@ type Backend interface {
 	// ready, stdout, stderr, then exactly one of exit, timeout, cancelled
 	// or error.
 	Start(b Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error)
-	// Destroy removes the session's sandbox (a no-op where runs leave none).
-	Destroy(sessionID string) error
+	// Destroy removes the session's sandbox (a no-op where runs leave none),
+	// including one whose creation is under way; the box's workspace names
+	// the session's incarnation (a session id can be opened again).
+	Destroy(b Box) error
 	// Cleanup removes sandboxes that no live server owns and returns how
 	// many it removed.
 	Cleanup(ctx context.Context) (int, error)
@@ -80,6 +85,9 @@ func (n *Native) Start(b Box, spec runner.Spec, sink func(runner.Event)) (runner
 		env[k] = v
 	}
 	spec.Env = env
+	if b.UID != 0 {
+		spec.User = &runner.SandboxUser{UID: b.UID, GID: b.UID}
+	}
 	if n.Launch != nil {
 		return n.Launch(spec, sink)
 	}
@@ -87,7 +95,7 @@ func (n *Native) Start(b Box, spec runner.Spec, sink func(runner.Event)) (runner
 }
 
 // Destroy implements Backend: a native run leaves no sandbox behind.
-func (n *Native) Destroy(string) error { return nil }
+func (n *Native) Destroy(Box) error { return nil }
 
 // Cleanup implements Backend: sandboxes die with their server.
 func (n *Native) Cleanup(context.Context) (int, error) { return 0, nil }

@@ -1,6 +1,7 @@
 package executions
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,14 +51,25 @@ type SessionConfig struct {
 	// Max is the most open sessions (default 10).
 	Max int
 	// Owner, when set, owns every directory and file the server creates in
-	// a session (a container backend's unprivileged user, or the native
-	// sandbox user of a root server, must write them).
+	// a session (when UIDs is not set).
 	Owner *Owner
+	// UIDs, when set (a root server), gives each session its own host uid
+	// and gid from this range: its sandboxes or container run as it and it
+	// owns the session's files. No other session and no account share it.
+	UIDs *UIDRange
 	// Reach makes the directories above each workspace searchable by
 	// others (0711, never listable): a root server's bubblewrap runs as the
 	// sandbox user and reaches its mounts by path.
 	Reach bool
 }
+
+// UIDRange is a range of host uids (and the same gids) the server owns.
+type UIDRange struct{ First, Count int }
+
+// DefaultSessionUIDs is the range a root server takes sessions' uids from:
+// far above the ids of accounts and of other tools' ranges (systemd's
+// dynamic users, container subuids usually start at 100000 and 524288).
+var DefaultSessionUIDs = UIDRange{First: 2_000_000, Count: 1 << 24}
 
 // The state directory:
 //
@@ -84,12 +97,10 @@ type Sessions struct {
 	stop  chan struct{}
 	once  sync.Once
 	onEnd func(s *Session)
-	dir   string   // this server's instance directory
-	ws    string   // the workspaces directory
+	dir   string       // this server's instance directory
+	ws    string       // the workspaces directory
+	uids  map[int]bool // session uids in use
 	lock  *os.File // flock on dir/lock, held while the server runs
-	// Recovered counts the sessions a previous process left behind, removed
-	// at start-up.
-	Recovered int
 }
 
 // Session is one data session.
@@ -101,6 +112,7 @@ type Session struct {
 	Created   time.Time
 
 	owner *Owner
+	uid   int // the session's own host uid (and gid) when the server gives one
 
 	mu       sync.Mutex
 	closers  map[int]func() // runs to stop when the session ends
@@ -148,9 +160,7 @@ func NewSessions(cfg SessionConfig) (*Sessions, error) {
 	}
 	if ents, err := os.ReadDir(root); err == nil {
 		for _, e := range ents {
-			if err := removeStale(filepath.Join(root, e.Name())); err != nil {
-				return nil, fmt.Errorf("removing a previous server's sessions: %w", err)
-			}
+			_ = removeStale(filepath.Join(root, e.Name())) // a lock file each: what stays is tried again next time
 		}
 	}
 	b := make([]byte, 8)
@@ -167,11 +177,6 @@ func NewSessions(cfg SessionConfig) (*Sessions, error) {
 		return nil, fmt.Errorf("locking %s: %w", s.dir, err)
 	}
 	s.lock = lock
-	n, err := s.removeStaleWorkspaces()
-	if err != nil {
-		return nil, fmt.Errorf("removing a previous server's sessions: %w", err)
-	}
-	s.Recovered = n
 	go s.sweepLoop()
 	return s, nil
 }
@@ -357,6 +362,14 @@ func (s *Sessions) createLocked(id string) (*Session, error) {
 	dir := filepath.Join(s.ws, hex.EncodeToString(b))
 	ss := &Session{ID: id, Dir: dir, Workspace: filepath.Join(dir, "data"), Cache: filepath.Join(dir, "cache"), Created: time.Now(), lastUsed: time.Now()}
 	ss.owner = s.cfg.Owner
+	if s.cfg.UIDs != nil {
+		uid, err := s.allocUIDLocked()
+		if err != nil {
+			return nil, err
+		}
+		ss.uid = uid
+		ss.owner = &Owner{UID: uid, GID: uid}
+	}
 	if err := os.Mkdir(dir, s.dirMode()); err != nil {
 		return nil, err
 	}
@@ -434,7 +447,82 @@ func (s *Sessions) end(ss *Session) {
 	// The workspace is a tree the sandbox wrote: removed without following
 	// a link, at any depth, with a bounded number of open descriptors.
 	_ = nofollow.RemoveAll(ss.Dir)
+	if ss.uid != 0 {
+		s.mu.Lock()
+		delete(s.uids, ss.uid)
+		s.mu.Unlock()
+	}
 }
+
+// allocUIDLocked picks a uid from the range for a new session: random, so
+// that two servers sharing a state directory do not walk the same ids, and
+// never one this server uses or any process on the host runs as.
+func (s *Sessions) allocUIDLocked() (int, error) {
+	r := s.cfg.UIDs
+	if s.uids == nil {
+		s.uids = map[int]bool{}
+	}
+	running := runningUIDs()
+	for i := 0; i < 64; i++ {
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		uid := r.First + int(uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3]))%r.Count
+		if s.uids[uid] || running[uid] {
+			continue
+		}
+		s.uids[uid] = true
+		return uid, nil
+	}
+	return 0, sessErr("internal_error", "no free uid in %d..%d for a new session", r.First, r.First+r.Count-1)
+}
+
+// SessionUID returns a fresh uid from the range for a sandbox of the
+// server's own (the cache template build), and a function that frees it;
+// 0 when the server gives no uids.
+func (s *Sessions) SessionUID() (int, func()) {
+	if s.cfg.UIDs == nil {
+		return 0, func() {}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	uid, err := s.allocUIDLocked()
+	if err != nil {
+		return 0, func() {}
+	}
+	return uid, func() {
+		s.mu.Lock()
+		delete(s.uids, uid)
+		s.mu.Unlock()
+	}
+}
+
+// runningUIDs are the real uids of the host's processes.
+func runningUIDs() map[int]bool {
+	out := map[int]bool{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		if i := bytes.Index(b, []byte("\nUid:\t")); i >= 0 {
+			f := strings.Fields(string(b[i+6 : i+6+min(40, len(b)-i-6)]))
+			if len(f) > 0 {
+				if n, err := strconv.Atoi(f[0]); err == nil {
+					out[n] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// UID is the session's own host uid (and gid), 0 when the server gives
+// none.
+func (ss *Session) UID() int { return ss.uid }
 
 // OnClose registers f to run when the session ends (to stop a run that
 // uses its workspace) and returns a function that unregisters it.
@@ -568,14 +656,18 @@ func (s *Sessions) prepareWorkspaces() error {
 	}
 }
 
-// removeStaleWorkspaces removes the workspaces of servers that are gone
-// (their instance lock is not held) and returns how many.
-func (s *Sessions) removeStaleWorkspaces() (int, error) {
+// RemoveLeftovers removes the workspaces of servers that are gone (their
+// instance lock is not held) and returns how many. Start-up runs it in the
+// background, after the containers that could still write them are gone:
+// nothing a previous server left (a deep tree, a busy writer) can hold the
+// next one up.
+func (s *Sessions) RemoveLeftovers() (int, error) {
 	ents, err := os.ReadDir(s.ws)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
+	var errs []error
 	for _, e := range ents {
 		p := filepath.Join(s.ws, e.Name())
 		owner := ""
@@ -593,11 +685,12 @@ func (s *Sessions) removeStaleWorkspaces() (int, error) {
 			continue // a server creating it right now
 		}
 		if err := nofollow.RemoveAll(p); err != nil {
-			return n, err
+			errs = append(errs, err)
+			continue
 		}
 		n++
 	}
-	return n, nil
+	return n, errors.Join(errs...)
 }
 
 // removeStale removes an instance directory whose server is gone (nobody

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -180,8 +181,8 @@ func TestRestartCleansLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newSessions(t, SessionConfig{StateDir: dir})
-	if s.Recovered != 1 {
-		t.Errorf("Recovered = %d, want 1", s.Recovered)
+	if n, err := s.RemoveLeftovers(); n != 1 || err != nil {
+		t.Errorf("RemoveLeftovers = %d, %v; want 1", n, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "sessions", "deadbeefdeadbeef")); !os.IsNotExist(err) {
 		t.Errorf("a previous process's instance directory survived start-up: %v", err)
@@ -196,8 +197,8 @@ func TestRestartCleansLeftovers(t *testing.T) {
 	// one's sessions alone, and its own are separate.
 	ss, _, _ := s.GetOrCreate("")
 	other := newSessions(t, SessionConfig{StateDir: dir})
-	if other.Recovered != 0 {
-		t.Errorf("the second server removed %d live sessions", other.Recovered)
+	if n, _ := other.RemoveLeftovers(); n != 0 {
+		t.Errorf("the second server removed %d live sessions", n)
 	}
 	if _, err := os.Stat(ss.Workspace); err != nil {
 		t.Fatalf("the second server touched the first one's workspace: %v", err)
@@ -374,5 +375,32 @@ func TestCacheTemplate(t *testing.T) {
 	other, _, _ := s.GetOrCreate("")
 	if b, _ := os.ReadFile(filepath.Join(other.Cache, "matplotlib", "fontlist.json")); string(b) != "{}" {
 		t.Fatalf("one session's cache reached the next: %q", b)
+	}
+}
+
+// As root, each session has its own host uid from the range, owning its
+// workspace; no two open sessions share one.
+func TestSessionUIDs(t *testing.T) {
+	s := newSessions(t, SessionConfig{Max: 50, UIDs: &UIDRange{First: 3_000_000, Count: 1000}})
+	seen := map[int]bool{}
+	for i := 0; i < 20; i++ {
+		ss, _, err := s.GetOrCreate("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := ss.UID()
+		if u < 3_000_000 || u >= 3_001_000 || seen[u] {
+			t.Fatalf("session uid %d: outside the range or shared", u)
+		}
+		seen[u] = true
+		if os.Geteuid() == 0 {
+			var st syscall.Stat_t
+			if err := syscall.Stat(ss.Workspace, &st); err != nil || int(st.Uid) != u || int(st.Gid) != u {
+				t.Errorf("the workspace belongs to %d:%d, want %d", st.Uid, st.Gid, u)
+			}
+		}
+		if BoxOf(ss).UID != u {
+			t.Error("the session's box does not carry its uid")
+		}
 	}
 }

@@ -728,8 +728,13 @@ print("UID", os.getuid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "none [ALL] true [no-new-privileges] 134217728 1000000000 256 1000:1000"; strings.TrimSpace(string(insp)) != want {
+	got := strings.Fields(strings.TrimSpace(string(insp)))
+	if want := "none [ALL] true [no-new-privileges] 134217728 1000000000 256"; strings.Join(got[:len(got)-1], " ") != want {
 		t.Errorf("container settings %q, want %q", strings.TrimSpace(string(insp)), want)
+	}
+	// As root, the container user is the session's own uid.
+	if u, g, _ := strings.Cut(got[len(got)-1], ":"); u != g || atoi(u) < 2000000 {
+		t.Errorf("container user %q: want the session's own uid, from 2000000 up", got[len(got)-1])
 	}
 	// A timeout kills the run and what it started in the background.
 	marker := fmt.Sprintf("%d", time.Now().UnixNano()%1000000+100000)
@@ -864,4 +869,12 @@ func testDataInteractiveInSession(t *testing.T, backend []string) {
 			t.Fatalf("interactive=%v: want %q, got %v", interactive, want, done)
 		}
 	}
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return -1
+	}
+	return n
 }

@@ -95,7 +95,7 @@ func (s *Server) addDataTools(dc DataConfig) {
 	dc.Sessions.OnEnd(func(ss *executions.Session) {
 		s.mgr.CancelOwner(dataOwner(ss.ID), true)
 		s.closeKernels(ss.ID)
-		if err := dc.Backend.Destroy(ss.ID); err != nil {
+		if err := dc.Backend.Destroy(executions.BoxOf(ss)); err != nil {
 			s.cfg.Logger.Warn("removing a session's sandbox", "session_id", ss.ID, "error", err)
 		}
 	})
@@ -139,16 +139,20 @@ func (s *Server) buildCacheTemplate() {
 		return
 	}
 	defer nofollow.RemoveAll(tmp) // a tree a sandbox wrote
-	box := executions.Box{SessionID: "cache-template", Workspace: filepath.Join(tmp, "data"), Cache: filepath.Join(tmp, "cache")}
+	uid, free := s.data.Sessions.SessionUID()
+	defer free()
+	box := executions.Box{SessionID: "cache-template", Workspace: filepath.Join(tmp, "data"), Cache: filepath.Join(tmp, "cache"), UID: uid}
 	for _, d := range []string{box.Workspace, box.Cache} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return
 		}
-		if o := s.data.Sessions.Owner(); o != nil {
+		if uid != 0 {
+			_ = os.Chown(d, uid, uid)
+		} else if o := s.data.Sessions.Owner(); o != nil {
 			_ = os.Chown(d, o.UID, o.GID)
 		}
 	}
-	defer func() { _ = s.data.Backend.Destroy(box.SessionID) }()
+	defer func() { _ = s.data.Backend.Destroy(box) }()
 	p := s.cfg.Ceiling
 	p.Network = policy.Network{}
 	p.Filesystem = policy.Filesystem{}

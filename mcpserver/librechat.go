@@ -336,6 +336,11 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 	lc.s.observe("librechat", rt.Language, e)
 	sn := waitEnd(r.Context(), e)
 	ss.Release()
+	// A stored session keeps its files for a day, not a container: the
+	// next exec that needs one starts it.
+	if rel, ok := lc.s.data.Backend.(interface{ Release(executions.Box) }); ok {
+		rel.Release(executions.BoxOf(ss))
+	}
 	out, errOut := outputs(sn)
 	var stdout, stderr strings.Builder
 	stdout.Write(out)

@@ -28,6 +28,8 @@ func Dispatch(opts Options) {
 		os.Exit(initMain())
 	case ModeExec:
 		os.Exit(execMain())
+	case ModeDockerExec:
+		os.Exit(dockerExecMain())
 	}
 }
 

@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/moby/moby/client"
 	"github.com/urfave/cli/v2"
 
+	"github.com/srt-mcp/srt-mcp/dockerbox"
+	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/profiles"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
@@ -23,6 +26,7 @@ var doctorCommand = &cli.Command{
 	Flags: []cli.Flag{
 		&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
 		sandboxUserFlag,
+		&cli.StringFlag{Name: "image", Value: defaultImage, EnvVars: []string{"SANDBOX_IMAGE"}, Usage: "the Docker backend's image to check"},
 	},
 	Action: runDoctor,
 }
@@ -43,6 +47,7 @@ func runDoctor(c *cli.Context) error {
 	checks := hostChecks()
 	checks = append(checks, liveCheck(user)...)
 	checks = append(checks, pythonChecks()...)
+	checks = append(checks, dockerChecks(c.String("image"))...)
 	if c.Bool("json") {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -133,6 +138,35 @@ func liveCheck(user *runner.SandboxUser) []check {
 		checks = append(checks, check{Name: "/proc/sys in sandboxes", Status: "missing", Detail: "not a read-only mount in the sandbox (" + procSys + ")", Fix: "report this: /proc/sys must be read-only in every sandbox"})
 	}
 	return checks
+}
+
+// dockerChecks reports what --backend docker would find: the engine, the
+// image (built by this srt-mcp, or pinned by digest), and how sessions and
+// runs are kept apart. A host without an engine is fine for the native
+// backend.
+func dockerChecks(image string) []check {
+	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return []check{{Name: "docker backend", Status: "ok", Detail: "no Docker client configuration (only --backend docker needs an engine)"}}
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
+		return []check{{Name: "docker backend", Status: "ok", Detail: "no Docker engine reachable at " + cli.DaemonHost() + " (only --backend docker needs one)"}}
+	}
+	var out []check
+	if err := dockerbox.CheckImage(ctx, cli, image); err != nil {
+		out = append(out, check{Name: "docker image", Status: "warn", Detail: err.Error(), Fix: "srt-mcp image build --tag " + image})
+	} else {
+		out = append(out, check{Name: "docker image", Status: "ok", Detail: image + " was built by this srt-mcp (or is pinned by digest)"})
+	}
+	if os.Geteuid() == 0 {
+		out = append(out, check{Name: "docker isolation", Status: "ok", Detail: fmt.Sprintf("each session's container runs as its own host uid (from %d up); each run gets a cgroup of its own, killed from the host", executions.DefaultSessionUIDs.First)})
+	} else {
+		out = append(out, check{Name: "docker isolation", Status: "warn", Detail: "not root: every session's container runs as your uid, and a run's processes are found by their process tree (what re-parents to the container's init escapes)", Fix: "run srt-mcp serve --backend docker as root"})
+	}
+	return out
 }
 
 // loginShell returns name's shell from /etc/passwd when it is one a person

@@ -16,7 +16,7 @@ import (
 
 // dockerBackend connects the Docker backend, removes the containers of
 // dead servers, and keeps doing so every --cleanup-interval-minutes.
-func dockerBackend(c *cli.Context, stateDir, instance string, logger *slog.Logger) (*dockerbox.Backend, error) {
+func dockerBackend(c *cli.Context, stateDir, instance, execStage string, fileSize int64, logger *slog.Logger) (*dockerbox.Backend, error) {
 	memFlag := c.String("container-memory")
 	if v := os.Getenv("SANDBOX_MEMORY_LIMIT"); v != "" {
 		memFlag = v
@@ -29,7 +29,7 @@ func dockerBackend(c *cli.Context, stateDir, instance string, logger *slog.Logge
 		return nil, fmt.Errorf("--cpu-limit must be positive")
 	}
 	b, err := dockerbox.New(context.Background(), dockerbox.Config{Image: c.String("image"), Memory: mem, CPUs: c.Float64("cpu-limit"),
-		StateDir: stateDir, Instance: instance, Egress: egress})
+		StateDir: stateDir, Instance: instance, Egress: egress, ExecStage: execStage, FileSize: fileSize})
 	if err != nil {
 		return nil, err
 	}

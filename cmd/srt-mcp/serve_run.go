@@ -16,7 +16,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/srt-mcp/srt-mcp/dockerbox"
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/mcpserver"
 	"github.com/srt-mcp/srt-mcp/runner"
@@ -92,7 +91,10 @@ func runServe(c *cli.Context) error {
 		MaxPerOwner:   c.Int("max-per-session"),
 		Retention:     c.Duration("retention"),
 		Start: func(s runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
-			s.User, s.CacheDir = user, cacheDir
+			if s.User == nil {
+				s.User = user // a session's own uid, when it has one, stays
+			}
+			s.CacheDir = cacheDir
 			return runner.StartProcessWith(runnerBin, s, sink)
 		},
 	})
@@ -107,12 +109,15 @@ func runServe(c *cli.Context) error {
 	switch backendName {
 	case "native":
 		if os.Geteuid() == 0 {
-			// A root server's sandboxes run as the sandbox user: it owns
-			// the sessions' files and reaches its workspace by path.
-			scfg.Owner, scfg.Reach = &executions.Owner{UID: user.UID, GID: user.GID}, true
+			// Each session of a root server has its own host uid: its
+			// sandboxes run as it, it owns the session's files, and its
+			// bubblewrap reaches the workspace by path.
+			scfg.UIDs, scfg.Reach = &executions.DefaultSessionUIDs, true
 		}
 	case "docker":
-		scfg.Owner = dockerbox.FileOwner()
+		if os.Geteuid() == 0 {
+			scfg.UIDs = &executions.DefaultSessionUIDs // each session's container runs as its own uid
+		}
 	default:
 		return cli.Exit(fmt.Sprintf("--backend %q: use native or docker", backendName), exitUsage)
 	}
@@ -121,12 +126,9 @@ func runServe(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("state directory %s: %v", stateDir, err), 1)
 	}
 	defer sessions.Shutdown()
-	if sessions.Recovered > 0 {
-		logger.Info("removed the workspaces a previous server left behind", "state_dir", stateDir, "sessions", sessions.Recovered)
-	}
 	var backend executions.Backend
 	if backendName == "docker" {
-		db, err := dockerBackend(c, stateDir, sessions.Instance(), logger)
+		db, err := dockerBackend(c, stateDir, sessions.Instance(), runnerBin, ceiling.Limits.MaxFileSizeBytes, logger)
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
 		}
@@ -134,6 +136,15 @@ func runServe(c *cli.Context) error {
 		defer db.RemoveAll(context.Background())
 		backend = db
 	}
+	// What dead servers left: their containers are gone by now (the
+	// writers stopped), so their workspaces go, in the background: no
+	// leftover (a deep tree, a huge one) holds this start-up.
+	go func() {
+		n, err := sessions.RemoveLeftovers()
+		if n > 0 || err != nil {
+			logger.Info("removed the workspaces a previous server left behind", "state_dir", stateDir, "sessions", n, "error", err)
+		}
+	}()
 	secret, err := mcpserver.LoadOrCreateSecret(c.String("file-secret"), stateDir)
 	if err != nil {
 		return cli.Exit("file-signing secret: "+err.Error(), 1)

@@ -1,0 +1,80 @@
+package dockerbox
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// mountNosuid makes dir a mount of its own with nosuid and nodev (bind it
+// over itself, then remount): every bind of a path below it — the engine's
+// mounts of the workspaces — inherits the flags, so a set-uid file or a
+// device node there is inert in any container. A bind of dir over itself
+// that is already there (a killed server's) is taken over. It returns dir
+// when the mount is srt-mcp's (to unmount at shutdown), "" otherwise (an
+// operator's own mount there is left as it is; the seccomp filter still
+// refuses set-id modes).
+func mountNosuid(dir string) string {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return ""
+	}
+	if dir, err := filepath.EvalSymlinks(dir); err == nil {
+		switch selfBound(dir) {
+		case "ours":
+			_ = unix.Mount("", dir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, "")
+			return dir
+		case "other":
+			return ""
+		}
+		if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+			return ""
+		}
+		if err := unix.Mount("", dir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+			_ = unix.Unmount(dir, unix.MNT_DETACH)
+			return ""
+		}
+		return dir
+	}
+	return ""
+}
+
+// selfBound tells what is mounted at dir: "ours" for a bind of dir over
+// itself (a mount whose device is its parent mount's, not a filesystem's
+// root), "other" for another mount, "" for none.
+func selfBound(dir string) string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "other"
+	}
+	defer f.Close()
+	type ent struct{ id, parent, dev, root, point string }
+	var all []ent
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fl := strings.Fields(sc.Text())
+		if len(fl) >= 5 {
+			all = append(all, ent{fl[0], fl[1], fl[2], fl[3], fl[4]})
+		}
+	}
+	var top *ent
+	for i := range all {
+		if all[i].point == dir {
+			top = &all[i]
+		}
+	}
+	if top == nil {
+		return ""
+	}
+	for _, p := range all {
+		if p.id == top.parent && p.dev == top.dev && top.root != "/" {
+			return "ours"
+		}
+	}
+	return "other"
+}
+
+func unmountNosuid(dir string) { _ = unix.Unmount(dir, unix.MNT_DETACH) }

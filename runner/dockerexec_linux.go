@@ -1,0 +1,67 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// dockerExecMain is "srt-mcp __docker-exec CONFIG" inside a container.
+// Failures before the command runs exit 125 (127 for a missing command)
+// with the reason on stderr.
+func dockerExecMain() int {
+	runtime.LockOSThread()
+	fail := func(rc int, format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "srt-mcp: "+format+"\n", args...)
+		return rc
+	}
+	if len(os.Args) < 3 {
+		return fail(125, "__docker-exec is internal (srt-mcp serve --backend docker runs it)")
+	}
+	var cfg DockerExec
+	if err := json.Unmarshal([]byte(os.Args[2]), &cfg); err != nil || cfg.V != DockerExecVersion || len(cfg.Argv) == 0 {
+		return fail(125, "__docker-exec: bad configuration (%v)", err)
+	}
+	if cfg.Cgroup != "" {
+		// Nothing runs until the server has this process in the run's
+		// cgroup: every process the run starts is then its child there.
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			b, _ := os.ReadFile("/proc/self/cgroup")
+			if bytes.Contains(b, []byte(cfg.Cgroup)) {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fail(125, "the server did not set up this run (cgroup %s)", cfg.Cgroup)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if err := applyRlimits(rlimits{FSize: cfg.FileSize, NoFile: cfg.OpenFiles}); err != nil {
+		return fail(125, "%v", err)
+	}
+	path, code, err := lookPath(cfg.Argv[0], os.Getenv("PATH"))
+	if err != nil {
+		if code == ErrCodeNotFound && cfg.NotFound != "" {
+			if fd, err := unix.Open(cfg.NotFound, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600); err == nil {
+				unix.Close(fd)
+			}
+		}
+		if code == ErrCodeNotExecutable {
+			return fail(126, "%v", err)
+		}
+		return fail(127, "%s", strings.TrimPrefix(err.Error(), "srt-mcp: "))
+	}
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err := installSeccomp(); err != nil {
+		return fail(125, "seccomp: %v", err)
+	}
+	err = unix.Exec(path, cfg.Argv, os.Environ())
+	return fail(126, "cannot execute %s: %v", cfg.Argv[0], err)
+}
