@@ -100,7 +100,7 @@ type Sessions struct {
 	dir   string       // this server's instance directory
 	ws    string       // the workspaces directory
 	uids  map[int]bool // session uids in use
-	lock  *os.File // flock on dir/lock, held while the server runs
+	lock  *os.File     // flock on dir/lock, held while the server runs
 }
 
 // Session is one data session.
