@@ -8,15 +8,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
-	"golang.org/x/time/rate"
+
+	"github.com/srt-mcp/srt-mcp/guard"
 )
 
 // HTTPConfig secures the Streamable HTTP door.
@@ -26,9 +24,12 @@ type HTTPConfig struct {
 	// --insecure-no-auth).
 	Token string
 	// AllowedOrigins are the browser origins allowed to call (scheme://host
-	// [:port]). Loopback origins are always allowed; a request without an
-	// Origin header (not from a browser) is allowed.
+	// [:port]). Loopback origins and the server's own are always allowed; a
+	// request without an Origin header (not from a browser) is allowed.
 	AllowedOrigins []string
+	// AllowedHosts are the Host names the server answers to besides IP
+	// literals and localhost (a guard against DNS rebinding).
+	AllowedHosts []string
 	// MaxBody caps a request body (default 4 MiB).
 	MaxBody int64
 	// RateLimit is requests per second per principal (0: default 50), with
@@ -70,16 +71,13 @@ func ownerFrom(ctx context.Context) string {
 	return ownerFor(sid, principalFrom(ctx))
 }
 
-// HTTPHandler serves MCP at /mcp and a liveness probe at /healthz.
+// HTTPHandler serves MCP at /mcp, signed downloads, metrics, readiness and
+// liveness, the playground and the LibreChat Code API, every route behind
+// the same guard (package guard): Host and Origin checks, a body cap, the
+// route's authentication, a per-caller rate limit.
 func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 4 << 20
-	}
-	if cfg.RateLimit <= 0 {
-		cfg.RateLimit = 50
-	}
-	if cfg.Burst <= 0 {
-		cfg.Burst = 100
 	}
 	ttl := cfg.SessionTTL
 	if ttl <= 0 {
@@ -96,22 +94,48 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 			return context.WithValue(ctx, principalKey{}, principalOf(r, cfg.Token))
 		}),
 	)
+	g := guard.New(guard.Config{AllowedOrigins: cfg.AllowedOrigins, AllowedHosts: cfg.AllowedHosts, MaxBody: cfg.MaxBody,
+		Rate: cfg.RateLimit, Burst: cfg.Burst})
+	bearer := func(refuse func(w http.ResponseWriter)) func(w http.ResponseWriter, r *http.Request) (string, bool) {
+		return func(w http.ResponseWriter, r *http.Request) (string, bool) {
+			if cfg.Token != "" {
+				got := strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+				if subtle.ConstantTimeCompare([]byte(got), []byte(cfg.Token)) != 1 {
+					refuse(w)
+					return "", false
+				}
+			}
+			return principalOf(r, cfg.Token), true
+		}
+	}
+	mcpAuth := bearer(func(w http.ResponseWriter) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="srt-mcp"`)
+		http.Error(w, "unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.guard(cfg, streamable))
-	mux.HandleFunc("/files/", s.serveFile)
-	mux.Handle("/metrics", s.metricsHandler(cfg.MetricsToken))
+	mux.Handle("/mcp", g.Wrap(guard.Route{Auth: mcpAuth}, mcpFilter(streamable)))
+	mux.Handle("/files/", g.Wrap(guard.Route{}, http.HandlerFunc(s.serveFile))) // the signed URL is the credential
+	mux.Handle("/metrics", g.Wrap(guard.Route{}, s.metricsHandler(cfg.MetricsToken)))
 	if s.data != nil {
-		s.playgroundRoutes(mux, cfg.Token)
+		pgAuth := bearer(func(w http.ResponseWriter) { lcError(w, http.StatusUnauthorized, "enter the server's API key") })
+		s.playgroundRoutes(mux, g, pgAuth)
 	}
 	if lc := cfg.LibreChat; lc != nil && lc.Prefix != "" {
 		prefix := "/" + strings.Trim(lc.Prefix, "/")
-		mux.Handle(prefix+"/", http.StripPrefix(prefix, s.LibreChatHandler(*lc)))
+		// The Code API authenticates (X-API-Key, JWT) and limits per class
+		// by itself; uploads may be as large as the upload cap.
+		body := int64(0)
+		if s.data != nil {
+			body = 2*s.data.MaxUploadBytes + 1<<20
+		}
+		mux.Handle(prefix+"/", g.Wrap(guard.Route{NoRateLimit: true, MaxBody: body}, http.StripPrefix(prefix, s.LibreChatHandler(*lc))))
 	}
-	mux.HandleFunc("/readyz", s.readyz)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+	probe := guard.Route{AnyHost: true}
+	mux.Handle("/readyz", g.Wrap(probe, http.HandlerFunc(s.readyz)))
+	mux.Handle("/healthz", g.Wrap(probe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "running_executions": s.mgr.Running(), "warm_pool_ready": s.pool.Ready()})
-	})
+	})))
 	return collapseSlashes(mux)
 }
 
@@ -142,40 +166,10 @@ func principalOf(r *http.Request, token string) string {
 	return "bearer:" + hex.EncodeToString(sum[:8])
 }
 
-// guard applies, in order: the body cap, Origin validation (403), bearer
-// authentication (401), the per-principal rate limit (429), and drops
-// sessionless notifications/cancelled (which mcp-go would match against
-// any client's request ids).
-func (s *Server) guard(cfg HTTPConfig, next http.Handler) http.Handler {
-	var mu sync.Mutex
-	limiters := map[string]*rate.Limiter{}
+// mcpFilter drops sessionless notifications/cancelled, which mcp-go would
+// match against any client's request ids.
+func mcpFilter(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, cfg.MaxBody)
-		if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, cfg.AllowedOrigins) {
-			http.Error(w, "forbidden: Origin "+o+" is not allowed (set --allowed-origin)", http.StatusForbidden)
-			return
-		}
-		if cfg.Token != "" {
-			got := strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
-			if subtle.ConstantTimeCompare([]byte(got), []byte(cfg.Token)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="srt-mcp"`)
-				http.Error(w, "unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
-				return
-			}
-		}
-		p := principalOf(r, cfg.Token)
-		mu.Lock()
-		lim, ok := limiters[p]
-		if !ok {
-			lim = rate.NewLimiter(rate.Limit(cfg.RateLimit), cfg.Burst)
-			limiters[p] = lim
-		}
-		mu.Unlock()
-		if !lim.Allow() {
-			w.Header().Set("Retry-After", "1")
-			http.Error(w, "too many requests", http.StatusTooManyRequests)
-			return
-		}
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 			body, err := io.ReadAll(r.Body)
 			if err != nil {
@@ -195,27 +189,6 @@ func (s *Server) guard(cfg HTTPConfig, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// originAllowed accepts loopback origins and the configured ones.
-func originAllowed(origin string, allowed []string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	host := u.Hostname()
-	if host == "localhost" {
-		return true
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return true
-	}
-	for _, a := range allowed {
-		if strings.EqualFold(strings.TrimSuffix(a, "/"), origin) || a == "*" {
-			return true
-		}
-	}
-	return false
 }
 
 // ServeStdio serves MCP on stdin/stdout until stdin closes; the stdio

@@ -41,6 +41,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/guard"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
@@ -140,7 +141,11 @@ func (lc *librechat) auth(class string, next http.HandlerFunc) http.HandlerFunc 
 			lcError(w, http.StatusUnauthorized, err.Error())
 			return
 		}
-		if wait := lc.limit(principal, class); wait > 0 {
+		key := principal
+		if principal == "anonymous" {
+			key = guard.CallerKey(r, principal) // anonymous callers do not share one bucket
+		}
+		if wait := lc.limit(key, class); wait > 0 {
 			secs := int(wait.Seconds() + 0.999)
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
 			lcError(w, http.StatusTooManyRequests, "rate_limited", "retry_after_seconds", secs)

@@ -7,7 +7,6 @@ package mcpserver
 // under /playground/api and takes the server's token as a Bearer token.
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,30 +15,25 @@ import (
 	"strings"
 
 	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/guard"
 	"github.com/srt-mcp/srt-mcp/playground"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
-func (s *Server) playgroundRoutes(mux *http.ServeMux, token string) {
+func (s *Server) playgroundRoutes(mux *http.ServeMux, g *guard.Guard, auth func(http.ResponseWriter, *http.Request) (string, bool)) {
 	static := http.FileServerFS(playground.Static())
-	mux.Handle("GET /static/", http.StripPrefix("/static/", static))
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+	open := guard.Route{}
+	mux.Handle("GET /static/", g.Wrap(open, http.StripPrefix("/static/", static)))
+	mux.Handle("GET /{$}", g.Wrap(open, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'")
 		http.ServeFileFS(w, r, playground.Static(), "index.html")
-	})
-	auth := func(h http.HandlerFunc) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			if token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+token)) != 1 {
-				lcError(w, http.StatusUnauthorized, "enter the server's API key")
-				return
-			}
-			h(w, r)
-		}
-	}
-	mux.HandleFunc("GET /playground/api/runtimes", auth(s.pgRuntimes))
-	mux.HandleFunc("POST /playground/api/run", auth(s.pgRun))
-	mux.HandleFunc("POST /playground/api/upload", auth(s.pgUpload))
-	mux.HandleFunc("GET /playground/api/files", auth(s.pgFiles))
+	})))
+	api := guard.Route{Auth: auth}
+	upload := guard.Route{Auth: auth, MaxBody: 2*s.data.MaxUploadBytes + 1<<20}
+	mux.Handle("GET /playground/api/runtimes", g.Wrap(api, http.HandlerFunc(s.pgRuntimes)))
+	mux.Handle("POST /playground/api/run", g.Wrap(api, http.HandlerFunc(s.pgRun)))
+	mux.Handle("POST /playground/api/upload", g.Wrap(upload, http.HandlerFunc(s.pgUpload)))
+	mux.Handle("GET /playground/api/files", g.Wrap(api, http.HandlerFunc(s.pgFiles)))
 }
 
 func (s *Server) pgRuntimes(w http.ResponseWriter, r *http.Request) {

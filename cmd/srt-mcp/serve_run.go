@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -181,7 +182,7 @@ func runServe(c *cli.Context) error {
 
 	handler := srv.HTTPHandler(mcpserver.HTTPConfig{
 		LibreChat: lcCfg,
-		Token:     token, AllowedOrigins: c.StringSlice("allowed-origin"), MaxBody: maxBody,
+		Token:     token, AllowedOrigins: c.StringSlice("allowed-origin"), AllowedHosts: allowedHosts(c), MaxBody: maxBody,
 		RateLimit: c.Float64("rate-limit"), SessionTTL: c.Duration("session-ttl"), MetricsToken: c.String("metrics-token"),
 	})
 	addr := net.JoinHostPort(host, fmt.Sprint(c.Int("port")))
@@ -201,4 +202,14 @@ func runServe(c *cli.Context) error {
 		return cli.Exit(err.Error(), 1)
 	}
 	return nil
+}
+
+// allowedHosts are --allowed-host's names plus --public-base-url's host
+// (download links point there).
+func allowedHosts(c *cli.Context) []string {
+	hosts := c.StringSlice("allowed-host")
+	if u, err := url.Parse(c.String("public-base-url")); err == nil && u.Hostname() != "" {
+		hosts = append(hosts, u.Hostname())
+	}
+	return hosts
 }

@@ -1,0 +1,233 @@
+// Package guard is the one set of checks every HTTP route of srt-mcp
+// passes before its handler runs: the Host header against DNS rebinding,
+// the Origin against cross-site requests, a body cap, the route's own
+// authentication, and a rate limit per caller. The routes differ only in
+// how they authenticate (a bearer token, LibreChat's API key or JWT, a
+// signed URL) and in their caps.
+//
+// The attackers it stands against: a remote caller (any request, any rate)
+// and a web page in the operator's browser, which can send simple
+// cross-origin requests (a text/plain POST needs no preflight) and can
+// rebind its own name to 127.0.0.1 to read a loopback server's replies.
+package guard
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Config is the listener's guard.
+type Config struct {
+	// AllowedOrigins are browser origins allowed besides loopback ones and
+	// the server's own (same-origin); "*" allows any.
+	AllowedOrigins []string
+	// AllowedHosts are Host header names allowed besides IP literals and
+	// localhost; "*" allows any.
+	AllowedHosts []string
+	// MaxBody caps a request body (default 4 MiB) unless a route sets its
+	// own.
+	MaxBody int64
+	// Rate is requests per second per caller (default 50) with Burst
+	// (default 100). A caller is an MCP session when the request names
+	// one, else its principal from the address it came from.
+	Rate  float64
+	Burst int
+}
+
+// Route is one route's part of the checks.
+type Route struct {
+	// Auth authenticates the request and returns its principal ("" and a
+	// reply already written when it refuses). Nil: anyone, as "anonymous".
+	Auth func(w http.ResponseWriter, r *http.Request) (principal string, ok bool)
+	// MaxBody overrides Config.MaxBody (uploads).
+	MaxBody int64
+	// NoRateLimit exempts the route from the per-caller limit (it limits
+	// by itself).
+	NoRateLimit bool
+	// AnyHost skips the Host check (liveness and readiness probes, which
+	// reveal nothing and are sent to a pod's IP).
+	AnyHost bool
+}
+
+// Guard applies Config to routes.
+type Guard struct {
+	cfg Config
+
+	mu       sync.Mutex
+	limiters map[string]*limiter
+}
+
+type limiter struct {
+	*rate.Limiter
+	last time.Time
+}
+
+// maxLimiters bounds how many callers' limiters are kept: a client that
+// invents a new session id per request cannot make the map grow without
+// end (idle ones go first).
+const maxLimiters = 10000
+
+// New makes a guard.
+func New(cfg Config) *Guard {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 4 << 20
+	}
+	if cfg.Rate <= 0 {
+		cfg.Rate = 50
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = 100
+	}
+	return &Guard{cfg: cfg, limiters: map[string]*limiter{}}
+}
+
+// Wrap puts h behind the guard.
+func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !rt.AnyHost && !g.HostAllowed(r.Host) {
+			http.Error(w, "forbidden: Host "+r.Host+" is not one this server answers to (a DNS-rebinding guard); add it with --allowed-host", http.StatusForbidden)
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !g.OriginAllowed(o, r.Host) {
+			http.Error(w, "forbidden: Origin "+o+" is not allowed (set --allowed-origin)", http.StatusForbidden)
+			return
+		}
+		max := g.cfg.MaxBody
+		if rt.MaxBody > 0 {
+			max = rt.MaxBody
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, max)
+		}
+		principal := "anonymous"
+		if rt.Auth != nil {
+			p, ok := rt.Auth(w, r)
+			if !ok {
+				return
+			}
+			principal = p
+		}
+		if !rt.NoRateLimit && !g.allow(CallerKey(r, principal)) {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many requests from this caller: slow down (the limit is per MCP session or per client; --rate-limit)", http.StatusTooManyRequests)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// CallerKey names a caller for rate limits: its MCP session when the
+// request carries one (each agent its own bucket), else its principal
+// from its address (anonymous callers do not share one bucket).
+func CallerKey(r *http.Request, principal string) string {
+	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+		return "mcp:" + sid
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return principal + "@" + host
+}
+
+func (g *Guard) allow(key string) bool {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l, ok := g.limiters[key]
+	if !ok {
+		if len(g.limiters) >= maxLimiters {
+			g.evictLocked(now)
+		}
+		l = &limiter{Limiter: rate.NewLimiter(rate.Limit(g.cfg.Rate), g.cfg.Burst)}
+		g.limiters[key] = l
+	}
+	l.last = now
+	return l.Allow()
+}
+
+// evictLocked drops limiters idle for a minute, or the oldest half.
+func (g *Guard) evictLocked(now time.Time) {
+	for k, l := range g.limiters {
+		if now.Sub(l.last) > time.Minute {
+			delete(g.limiters, k)
+		}
+	}
+	if len(g.limiters) < maxLimiters {
+		return
+	}
+	var oldest time.Time
+	for _, l := range g.limiters {
+		if oldest.IsZero() || l.last.Before(oldest) {
+			oldest = l.last
+		}
+	}
+	cut := oldest.Add(now.Sub(oldest) / 2)
+	for k, l := range g.limiters {
+		if l.last.Before(cut) {
+			delete(g.limiters, k)
+		}
+	}
+}
+
+// HostAllowed accepts IP literals (a rebinding page has a name, never an
+// address), localhost, and the configured names.
+func (g *Guard) HostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "" {
+		return false
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	for _, a := range g.cfg.AllowedHosts {
+		a = strings.TrimSuffix(strings.ToLower(a), ".")
+		if ah, _, err := net.SplitHostPort(a); err == nil {
+			a = ah
+		}
+		if a == "*" || a == host {
+			return true
+		}
+	}
+	return false
+}
+
+// OriginAllowed accepts loopback origins, the server's own (the Origin's
+// host and port are the request's Host, which HostAllowed vetted), and the
+// configured ones.
+func (g *Guard) OriginAllowed(origin, requestHost string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.IsLoopback() {
+		return true
+	}
+	if strings.EqualFold(u.Host, requestHost) {
+		return true
+	}
+	for _, a := range g.cfg.AllowedOrigins {
+		if a == "*" || strings.EqualFold(strings.TrimSuffix(a, "/"), origin) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,100 @@
+package guard
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestHostAllowed(t *testing.T) {
+	g := New(Config{AllowedHosts: []string{"mcp.example.com"}})
+	for host, want := range map[string]bool{
+		"127.0.0.1:8080": true, "[::1]:8080": true, "10.1.2.3": true, "localhost:8080": true, "app.localhost": true,
+		"mcp.example.com:443": true, "MCP.example.com.": true,
+		"evil.example:8080": false, "127.0.0.1.nip.io:8080": false, "": false, "localhost.evil.example": false,
+	} {
+		if got := g.HostAllowed(host); got != want {
+			t.Errorf("HostAllowed(%q) = %v, want %v", host, got, want)
+		}
+	}
+	if !New(Config{AllowedHosts: []string{"*"}}).HostAllowed("anything.example") {
+		t.Error(`"*" should allow any host`)
+	}
+}
+
+func TestOriginAllowed(t *testing.T) {
+	g := New(Config{AllowedOrigins: []string{"https://app.example.com"}})
+	for _, tc := range []struct {
+		origin, host string
+		want         bool
+	}{
+		{"http://127.0.0.1:3000", "127.0.0.1:8080", true},
+		{"http://localhost:5173", "127.0.0.1:8080", true},
+		{"http://10.0.0.5:8080", "10.0.0.5:8080", true}, // same origin
+		{"https://app.example.com", "127.0.0.1:8080", true},
+		{"https://evil.example", "127.0.0.1:8080", false},
+		{"null", "127.0.0.1:8080", false},
+		{"file://", "127.0.0.1:8080", false},
+		{"http://10.0.0.5:9999", "10.0.0.5:8080", false},
+	} {
+		if got := g.OriginAllowed(tc.origin, tc.host); got != tc.want {
+			t.Errorf("OriginAllowed(%q, %q) = %v", tc.origin, tc.host, got)
+		}
+	}
+}
+
+func TestWrap(t *testing.T) {
+	g := New(Config{Rate: 1, Burst: 2, MaxBody: 10})
+	h := g.Wrap(Route{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 100)
+		if _, err := r.Body.Read(buf); err != nil && !strings.Contains(err.Error(), "EOF") {
+			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+		}
+	}))
+	do := func(host, origin, body, session string, remote string) int {
+		r := httptest.NewRequest("POST", "http://"+host+"/x", strings.NewReader(body))
+		r.Host = host
+		r.RemoteAddr = remote
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		if session != "" {
+			r.Header.Set("Mcp-Session-Id", session)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	if c := do("evil.example:80", "", "x", "", "127.0.0.1:1"); c != 403 {
+		t.Errorf("a rebinding Host: %d", c)
+	}
+	if c := do("127.0.0.1:80", "https://evil.example", "x", "", "127.0.0.1:1"); c != 403 {
+		t.Errorf("a foreign Origin: %d", c)
+	}
+	if c := do("127.0.0.1:80", "", strings.Repeat("y", 100), "s0", "127.0.0.1:1"); c != 413 {
+		t.Errorf("a body over the cap: %d", c)
+	}
+	// The limit is per caller: each MCP session its own bucket.
+	for i := 0; i < 20; i++ {
+		if c := do("127.0.0.1:80", "", "x", fmt.Sprintf("session-%d", i), "127.0.0.1:1"); c != 200 {
+			t.Fatalf("session %d was limited by the others: %d", i, c)
+		}
+	}
+	codes := map[int]int{}
+	for i := 0; i < 5; i++ {
+		codes[do("127.0.0.1:80", "", "x", "one-session", "127.0.0.1:1")]++
+	}
+	if codes[429] == 0 {
+		t.Errorf("one caller over its rate was not limited: %v", codes)
+	}
+	// A flood of invented session ids does not grow the limiter map
+	// without bound.
+	for i := 0; i < maxLimiters+500; i++ {
+		g.allow(fmt.Sprintf("flood-%d", i))
+	}
+	if n := len(g.limiters); n > maxLimiters {
+		t.Errorf("%d limiters kept", n)
+	}
+}
