@@ -59,7 +59,8 @@ func canMove(from, to State) bool {
 
 // Errors returned by the Manager.
 var (
-	ErrNotFound = errors.New("no such execution (it never existed, belongs to another session, or was freed after its retention)")
+	ErrNotFound = errors.New("no such execution (it never existed or belongs to another session)")
+	ErrExpired  = errors.New("the execution has expired: finished executions are kept for the retention period (SANDBOX_RETENTION) and within the server's retained-output budget (SANDBOX_RETAINED_OUTPUT), oldest first out")
 	ErrFinished = errors.New("the execution has finished")
 )
 
@@ -85,8 +86,18 @@ type Config struct {
 	MaxPerOwner   int           // running executions per owner (default 5)
 	Retention     time.Duration // how long finished executions stay readable (default 15m)
 	MaxEvents     int           // events kept per execution (default 20000)
-	Start         Starter       // default runner.StartProcess
+	// MaxRetainedBytes bounds the output all executions hold (default 256
+	// MiB): past it, the finished executions that ended first are freed.
+	MaxRetainedBytes int64
+	Start            Starter // default runner.StartProcess
 }
+
+// eventOverhead is what one event costs beyond its data, for the budget.
+const eventOverhead = 128
+
+// maxExpired bounds how many freed ids are remembered (to answer
+// ErrExpired rather than ErrNotFound).
+const maxExpired = 100000
 
 // Manager is the registry of executions.
 type Manager struct {
@@ -95,6 +106,9 @@ type Manager struct {
 	execs   map[string]*Execution
 	running map[string]int // owner -> running count
 	total   int
+	bytes   int64             // output held by all executions
+	expired map[string]string // freed id -> owner
+	expOrd  []string
 	stop    chan struct{}
 	once    sync.Once
 }
@@ -113,12 +127,15 @@ func NewManager(cfg Config) *Manager {
 	if cfg.MaxEvents <= 0 {
 		cfg.MaxEvents = 20000
 	}
+	if cfg.MaxRetainedBytes <= 0 {
+		cfg.MaxRetainedBytes = 256 << 20
+	}
 	if cfg.Start == nil {
 		cfg.Start = func(s runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
 			return runner.StartProcess(s, sink)
 		}
 	}
-	m := &Manager{cfg: cfg, execs: map[string]*Execution{}, running: map[string]int{}, stop: make(chan struct{})}
+	m := &Manager{cfg: cfg, execs: map[string]*Execution{}, running: map[string]int{}, expired: map[string]string{}, stop: make(chan struct{})}
 	go m.sweepLoop()
 	return m
 }
@@ -140,6 +157,7 @@ type Execution struct {
 	end       *runner.Event
 	endedAt   time.Time
 	stdinUsed bool
+	bytes     int64 // what its events hold, for the budget
 }
 
 // Start launches spec for owner. It refuses, never queues, when a limit is
@@ -189,8 +207,11 @@ func (m *Manager) StartWith(owner, label string, spec runner.Spec, start Starter
 // onEvent appends one runner event; the terminal one settles the state.
 func (e *Execution) onEvent(ev runner.Event) {
 	e.mu.Lock()
+	var size int64
 	if len(e.events) < e.m.cfg.MaxEvents || ev.Terminal() {
 		e.events = append(e.events, ev)
+		size = int64(len(ev.Data)) + eventOverhead
+		e.bytes += size
 	} else {
 		e.dropped = true
 	}
@@ -220,6 +241,58 @@ func (e *Execution) onEvent(ev runner.Event) {
 	if released {
 		e.m.release(e.Owner)
 	}
+	e.m.account(size)
+}
+
+// account adds an execution's new output to the server's total and, past
+// the budget, frees finished executions, those that ended first first.
+func (m *Manager) account(n int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.bytes += n
+	if m.bytes <= m.cfg.MaxRetainedBytes {
+		return
+	}
+	var done []*Execution
+	for _, e := range m.execs {
+		e.mu.Lock()
+		if e.state.Done() {
+			done = append(done, e)
+		}
+		e.mu.Unlock()
+	}
+	sort.Slice(done, func(i, j int) bool { return done[i].endedAt.Before(done[j].endedAt) })
+	target := m.cfg.MaxRetainedBytes - m.cfg.MaxRetainedBytes/10
+	for _, e := range done {
+		if m.bytes <= target {
+			break
+		}
+		m.freeLocked(e)
+	}
+}
+
+// freeLocked forgets an execution, remembering its id as expired.
+func (m *Manager) freeLocked(e *Execution) {
+	delete(m.execs, e.ID)
+	e.mu.Lock()
+	m.bytes -= e.bytes
+	e.mu.Unlock()
+	m.expired[e.ID] = e.Owner
+	m.expOrd = append(m.expOrd, e.ID)
+	if len(m.expOrd) > maxExpired {
+		drop := m.expOrd[:len(m.expOrd)-maxExpired]
+		for _, id := range drop {
+			delete(m.expired, id)
+		}
+		m.expOrd = append([]string(nil), m.expOrd[len(drop):]...)
+	}
+}
+
+// RetainedBytes is the output all executions hold now.
+func (m *Manager) RetainedBytes() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.bytes
 }
 
 func (e *Execution) move(to State) {
@@ -366,6 +439,9 @@ func (m *Manager) Get(owner, id string) (*Execution, error) {
 	defer m.mu.Unlock()
 	e, ok := m.execs[id]
 	if !ok || e.Owner != owner {
+		if o, gone := m.expired[id]; gone && o == owner {
+			return nil, ErrExpired
+		}
 		return nil, ErrNotFound
 	}
 	return e, nil
@@ -421,12 +497,12 @@ func (m *Manager) Sweep(now time.Time) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
-	for id, e := range m.execs {
+	for _, e := range m.execs {
 		e.mu.Lock()
 		old := e.state.Done() && now.Sub(e.endedAt) > m.cfg.Retention
 		e.mu.Unlock()
 		if old {
-			delete(m.execs, id)
+			m.freeLocked(e)
 			n++
 		}
 	}

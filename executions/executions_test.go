@@ -87,8 +87,8 @@ func TestLimitsStatesAndCursors(t *testing.T) {
 	if n := m.Sweep(time.Now().Add(2 * time.Minute)); n != 1 {
 		t.Fatalf("sweep freed %d", n)
 	}
-	if _, err := m.Get("a", a1.ID); !errors.Is(err, ErrNotFound) {
-		t.Fatal("a freed execution is still there")
+	if _, err := m.Get("a", a1.ID); !errors.Is(err, ErrExpired) {
+		t.Fatalf("a freed execution: %v, want ErrExpired", err)
 	}
 }
 
@@ -99,3 +99,45 @@ func isLimit(err error, scope string) bool {
 
 // handle adapts script to runner.Handle (Signal takes a syscall.Signal).
 type handle struct{ *script }
+
+// The output all executions hold is bounded: past the budget, finished
+// executions are freed, those that ended first first, and their ids then
+// answer ErrExpired (not ErrNotFound); running ones are kept.
+func TestRetainedOutputBudget(t *testing.T) {
+	var scripts []*script
+	m := NewManager(Config{MaxConcurrent: 100, MaxPerOwner: 100, MaxRetainedBytes: 10 << 20, Start: func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+		s := &script{sink: sink, done: make(chan struct{}), cancel: make(chan bool, 1)}
+		scripts = append(scripts, s)
+		s.emit(runner.EventReady, "")
+		return handle{s}, nil
+	}})
+	chunk := string(make([]byte, 1<<20))
+	var ids []string
+	for i := 0; i < 12; i++ {
+		e, _ := m.Start("a", "big", runner.Spec{})
+		s := scripts[len(scripts)-1]
+		s.emit(runner.EventStdout, chunk)
+		s.emit(runner.EventExit, "")
+		ids = append(ids, e.ID)
+		time.Sleep(time.Millisecond)
+	}
+	running, _ := m.Start("a", "still running", runner.Spec{})
+	for i := 0; i < 12; i++ {
+		scripts[len(scripts)-1].emit(runner.EventStdout, chunk)
+	}
+	if b := m.RetainedBytes(); b > 10<<20+(13<<20) {
+		t.Errorf("%d bytes retained", b)
+	}
+	if _, err := m.Get("a", ids[0]); !errors.Is(err, ErrExpired) {
+		t.Errorf("the oldest finished execution: %v, want ErrExpired", err)
+	}
+	if _, err := m.Get("b", ids[0]); !errors.Is(err, ErrNotFound) {
+		t.Errorf("another owner must not learn it existed: %v", err)
+	}
+	if _, err := m.Get("a", running.ID); err != nil {
+		t.Errorf("a running execution was freed: %v", err)
+	}
+	if _, err := m.Get("a", "no-such-id"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("an unknown id: %v", err)
+	}
+}

@@ -543,6 +543,9 @@ func (s *Server) lookup(ctx context.Context, id string) (*executions.Execution, 
 		return nil, toolError("invalid_arguments", "execution_id is required")
 	}
 	e, err := s.mgr.Get(ownerFrom(ctx), id)
+	if errors.Is(err, executions.ErrExpired) {
+		return nil, toolError("expired", fmt.Sprintf("execution %q: %v", id, err))
+	}
 	if err != nil {
 		return nil, toolError("not_found", fmt.Sprintf("execution %q: %v", id, err))
 	}

@@ -44,6 +44,7 @@ A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) unless --insecure-no
 		&cli.StringFlag{Name: "max-body", Value: "4M", EnvVars: []string{"SANDBOX_MAX_BODY"}, Usage: "largest HTTP request body"},
 		&cli.Float64Flag{Name: "rate-limit", Value: 50, EnvVars: []string{"SANDBOX_RATE_LIMIT"}, Usage: "HTTP requests per second per principal"},
 		&cli.DurationFlag{Name: "retention", Value: 15 * time.Minute, EnvVars: []string{"SANDBOX_RETENTION"}, Usage: "how long finished executions stay readable"},
+		&cli.StringFlag{Name: "retained-output", Value: "256M", EnvVars: []string{"SANDBOX_RETAINED_OUTPUT"}, Usage: "most output all executions hold; past it the finished ones that ended first are freed (their ids answer expired)"},
 		&cli.DurationFlag{Name: "session-ttl", Value: 30 * time.Minute, EnvVars: []string{"SANDBOX_MCP_SESSION_TTL"}, Usage: "idle MCP sessions are closed (and their executions cancelled) after this"},
 		// Data sessions (seed 000).
 		&cli.StringFlag{Name: "state-dir", EnvVars: []string{"SANDBOX_STATE_DIR", "SANDBOX_ROOT"}, Usage: "where session workspaces, audit logs and the file-signing secret live (default /var/lib/srt-mcp as root, else ~/.local/state/srt-mcp)"},

@@ -87,10 +87,15 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		logger.Warn("no private cache directory: every run binds /etc entry by entry (slower)", "error", err)
 	}
+	retained, err := parseSize(c.String("retained-output"))
+	if err != nil {
+		return cli.Exit("--retained-output: "+err.Error(), exitUsage)
+	}
 	mgr := executions.NewManager(executions.Config{
-		MaxConcurrent: c.Int("max-concurrent"),
-		MaxPerOwner:   c.Int("max-per-session"),
-		Retention:     c.Duration("retention"),
+		MaxConcurrent:    c.Int("max-concurrent"),
+		MaxPerOwner:      c.Int("max-per-session"),
+		Retention:        c.Duration("retention"),
+		MaxRetainedBytes: retained,
 		Start: func(s runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
 			if s.User == nil {
 				s.User = user // a session's own uid, when it has one, stays
