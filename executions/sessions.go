@@ -802,8 +802,10 @@ func CleanName(name string) (string, error) {
 		return bad("contains a NUL byte")
 	case !utf8.ValidString(name):
 		return bad("not valid UTF-8")
-	case strings.ContainsAny(name, "\\\r\n\t"):
-		return bad("contains a backslash or a control character")
+	case strings.ContainsRune(name, '\\'):
+		return bad("contains a backslash")
+	case strings.IndexFunc(name, unsafeNameRune) >= 0:
+		return bad("contains a control or direction-changing character")
 	}
 	rel := name
 	if strings.HasPrefix(name, "/") {
@@ -827,6 +829,13 @@ func CleanName(name string) (string, error) {
 	return rel, nil
 }
 
+// unsafeNameRune: control characters (C0, DEL, C1) and the Unicode
+// direction overrides and isolates, which make a name read as another.
+func unsafeNameRune(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) ||
+		(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c
+}
+
 // fileErr turns an error of a workspace operation on rel into a session
 // error that says what went wrong.
 func fileErr(rel string, err error) error {
@@ -840,8 +849,17 @@ func fileErr(rel string, err error) error {
 		return sessErr("not_found", "No artifact at %s/%s", WorkspaceMount, rel)
 	case errors.Is(err, syscall.ENOTDIR):
 		return sessErr("invalid_path", "a parent of %s/%s is a file, not a directory", WorkspaceMount, rel)
+	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT):
+		return sessErr("storage_full", "the server's storage is full; nothing was written to %s/%s (free space on the server, or remove files from the session)", WorkspaceMount, rel)
+	case errors.Is(err, syscall.EFBIG):
+		return sessErr("too_large", "%s/%s would be larger than the server allows", WorkspaceMount, rel)
 	}
-	return err
+	// Never a host path in a message: only what went wrong.
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return sessErr("internal_error", "%s/%s: %v", WorkspaceMount, rel, pe.Err)
+	}
+	return sessErr("internal_error", "%s/%s: %v", WorkspaceMount, rel, err)
 }
 
 // workspace opens the workspace directory itself (the server made it, under

@@ -61,6 +61,11 @@ func TestCleanName(t *testing.T) {
 		"a\x00b":                  "NUL",
 		"a\\b":                    "backslash",
 		"a\nb":                    "control",
+		"a\x1bb.txt":              "control",
+		"a\x7fb.txt":              "control",
+		"a\u0085b.txt":            "control",
+		"evil\u202etxt.exe":       "direction",
+		"x\u2066y":                "direction",
 		"\xff.csv":                "UTF-8",
 		strings.Repeat("a", 2000): "1024",
 	}

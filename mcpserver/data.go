@@ -242,7 +242,7 @@ func (s *Server) handleUpload(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if int64(len(data)) > s.data.MaxUploadBytes {
 		return dataError("too_large", fmt.Sprintf("the upload is %d bytes, more than the %d-byte limit (SANDBOX_MAX_UPLOAD_BYTES)", len(data), s.data.MaxUploadBytes), nil), nil
 	}
-	ss, _, err := s.data.Sessions.GetOrCreate(a.SessionID)
+	ss, created, err := s.data.Sessions.GetOrCreate(a.SessionID)
 	if err != nil {
 		return fromErr(err), nil
 	}
@@ -251,6 +251,11 @@ func (s *Server) handleUpload(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	p, err := ss.WriteFile(rel, data, a.Overwrite)
 	ss.Release()
+	if err != nil && created {
+		// A session the caller never got the name of would linger until
+		// its idle TTL and count against max_sessions.
+		_ = s.data.Sessions.Close(ss.ID)
+	}
 	if err != nil {
 		var se *executions.SessionError
 		if errors.As(err, &se) {
@@ -533,8 +538,21 @@ func (s *Server) artifactContent(ss *executions.Session, res map[string]any) []m
 	return out
 }
 
-// preview downscales an image to a PNG of at most max bytes.
+// maxPreviewPixels bounds the images preview decodes: a file's header
+// can claim any size (a 74-byte PNG can claim 10^12 pixels), and decoding
+// allocates for what it claims.
+const maxPreviewPixels = 40_000_000
+
+// preview downscales an image to a PNG of at most max bytes. It reads the
+// header first and decodes only images of a sane size.
 func preview(data []byte, max int) ([]byte, error) {
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > maxPreviewPixels {
+		return nil, fmt.Errorf("%dx%d pixels: too large to preview", cfg.Width, cfg.Height)
+	}
 	img, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
 		return nil, err

@@ -126,7 +126,7 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 		// by itself; uploads may be as large as the upload cap.
 		body := int64(0)
 		if s.data != nil {
-			body = 2*s.data.MaxUploadBytes + 1<<20
+			body = s.data.MaxUploadBytes + 1<<20 // a request's files total at most the upload cap
 		}
 		mux.Handle(prefix+"/", g.Wrap(guard.Route{NoRateLimit: true, MaxBody: body}, http.StripPrefix(prefix, s.LibreChatHandler(*lc))))
 	}

@@ -442,16 +442,25 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 		var results []result
 		idx := map[string]lcFile{}
 		limit := lc.s.data.MaxUploadBytes
+		budget := uploadBudget{maxTotal: limit}
+		refuse := func(code int, msg string, extra ...any) {
+			_ = lc.s.data.Sessions.Close(ss.ID) // nothing half-stored stays
+			lcError(w, code, msg, extra...)
+		}
 		for {
 			part, err := mr.NextPart()
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
-				lcError(w, http.StatusBadRequest, "malformed multipart body: "+err.Error())
+				refuse(http.StatusBadRequest, "malformed multipart body: "+err.Error())
 				return
 			}
 			_, params, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+			if err := budget.part(params["filename"] != ""); err != nil {
+				refuse(statusTooLarge, err.Error())
+				return
+			}
 			if params["filename"] == "" {
 				b, _ := io.ReadAll(io.LimitReader(part, 4096))
 				fields[part.FormName()] = string(b)
@@ -460,7 +469,11 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 			name := params["filename"] // with its directories (Part.FileName drops them)
 			data, err := io.ReadAll(io.LimitReader(part, limit+1))
 			if err != nil {
-				lcError(w, http.StatusBadRequest, "reading "+name+": "+err.Error())
+				refuse(http.StatusBadRequest, "reading "+name+": "+err.Error())
+				return
+			}
+			if err := budget.file(len(data)); err != nil {
+				refuse(statusTooLarge, err.Error(), "limit_bytes", limit)
 				return
 			}
 			if int64(len(data)) > limit {

@@ -29,7 +29,7 @@ func (s *Server) playgroundRoutes(mux *http.ServeMux, g *guard.Guard, auth func(
 		http.ServeFileFS(w, r, playground.Static(), "index.html")
 	})))
 	api := guard.Route{Auth: auth}
-	upload := guard.Route{Auth: auth, MaxBody: 2*s.data.MaxUploadBytes + 1<<20}
+	upload := guard.Route{Auth: auth, MaxBody: s.data.MaxUploadBytes + 1<<20}
 	mux.Handle("GET /playground/api/runtimes", g.Wrap(api, http.HandlerFunc(s.pgRuntimes)))
 	mux.Handle("POST /playground/api/run", g.Wrap(api, http.HandlerFunc(s.pgRun)))
 	mux.Handle("POST /playground/api/upload", g.Wrap(upload, http.HandlerFunc(s.pgUpload)))
@@ -88,6 +88,7 @@ func (s *Server) pgUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var names []string
+	budget := uploadBudget{maxTotal: s.data.MaxUploadBytes}
 	for {
 		part, err := mr.NextPart()
 		if err == io.EOF {
@@ -98,12 +99,20 @@ func (s *Server) pgUpload(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		_, params, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+		if err := budget.part(params["filename"] != ""); err != nil {
+			lcError(w, statusTooLarge, err.Error())
+			return
+		}
 		if params["filename"] == "" {
 			continue
 		}
 		data, err := io.ReadAll(io.LimitReader(part, s.data.MaxUploadBytes+1))
 		if err != nil {
 			lcError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if err := budget.file(len(data)); err != nil {
+			lcError(w, statusTooLarge, err.Error())
 			return
 		}
 		if int64(len(data)) > s.data.MaxUploadBytes {
