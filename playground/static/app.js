@@ -14,35 +14,89 @@
   }
   const code = () => (editor ? editor.getValue() : $('code').value);
   $('apikey').value = sessionStorage.getItem('srt-mcp-key') || '';
-  $('apikey').addEventListener('change', () => sessionStorage.setItem('srt-mcp-key', $('apikey').value));
-  const headers = () => ($('apikey').value ? { Authorization: 'Bearer ' + $('apikey').value } : {});
+  const key = () => $('apikey').value.trim();
+  const headers = () => (key() ? { Authorization: 'Bearer ' + key() } : {});
+
+  // A refused key (401) says what to do rather than how it failed.
+  const keyMessage = () => (key() ? "the API key was refused: enter the server's API key" : "enter the server's API key");
 
   async function api(path, opts) {
     const r = await fetch(path, Object.assign({}, opts, { headers: Object.assign({}, (opts && opts.headers) || {}, headers()) }));
     if (!r.ok) {
       let msg = r.status + ' ' + r.statusText;
       try { const j = await r.json(); msg = j.error || msg; } catch (e) { /* not JSON */ }
-      throw new Error(msg);
+      if (r.status === 401) msg = keyMessage();
+      const err = new Error(msg);
+      err.status = r.status;
+      throw err;
     }
     return r;
   }
 
+  const setMode = () => { if (editor) editor.setOption('mode', modes[$('language').value] || null); };
+
+  // The language list. It is fetched at load and again whenever the key
+  // changes (a server with a token refuses it without one); only the
+  // newest request's answer is used. listProblem says why the list is
+  // empty, for Run to repeat; wanted is the language last chosen, kept
+  // across lists.
+  let listing = 0, listedKey = null, keyTimer = null, listProblem = 'the language list is loading', wanted = '';
+  function fillLanguages(runtimes, placeholder) {
+    const sel = $('language');
+    const previous = sel.value;
+    sel.textContent = '';
+    for (const rt of runtimes) {
+      const o = document.createElement('option');
+      o.value = rt.language;
+      o.textContent = rt.language + (rt.version ? ' (' + rt.version + ')' : '');
+      sel.appendChild(o);
+    }
+    if (!runtimes.length) {
+      const o = document.createElement('option');
+      o.value = ''; o.textContent = placeholder; o.disabled = true; o.selected = true;
+      sel.appendChild(o);
+      return;
+    }
+    const has = (l) => runtimes.some((rt) => rt.language === l);
+    sel.value = has(wanted) ? wanted : has(previous) ? previous : has('python') ? 'python' : runtimes[0].language;
+    setMode();
+  }
   async function loadRuntimes() {
+    clearTimeout(keyTimer);
+    const gen = ++listing;
+    listedKey = key();
+    status('listing languages…');
     try {
       const r = await (await api('playground/api/runtimes')).json();
-      const sel = $('language');
-      sel.textContent = '';
-      for (const rt of r.runtimes) {
-        const o = document.createElement('option');
-        o.value = rt.language;
-        o.textContent = rt.language + (rt.version ? ' (' + rt.version + ')' : '');
-        sel.appendChild(o);
+      if (gen !== listing) return;
+      const runtimes = r.runtimes || [];
+      listProblem = runtimes.length ? '' : 'the server offers no languages';
+      fillLanguages(runtimes, '(no languages)');
+      status(runtimes.length ? 'ready' : listProblem);
+    } catch (e) {
+      if (gen !== listing) return;
+      if (e.status === 401) {
+        listProblem = e.message + ' to list the languages';
+        fillLanguages([], "(enter the server's API key)");
+      } else {
+        listProblem = 'could not list runtimes: ' + e.message;
+        if (!$('language').value) fillLanguages([], '(could not list languages)');
       }
-      sel.value = 'python';
-      status('ready');
-    } catch (e) { status('could not list runtimes: ' + e.message); }
+      status(listProblem);
+    }
   }
-  $('language').addEventListener('change', () => { if (editor) editor.setOption('mode', modes[$('language').value] || null); });
+  // Typing the key lists the languages again after a short pause; leaving
+  // the field (change) does it at once. A key that has listed them is not
+  // asked again.
+  function keyChanged(now) {
+    sessionStorage.setItem('srt-mcp-key', $('apikey').value);
+    clearTimeout(keyTimer);
+    if (key() === listedKey && !listProblem) return;
+    keyTimer = setTimeout(loadRuntimes, now ? 0 : 300);
+  }
+  $('apikey').addEventListener('input', () => keyChanged(false));
+  $('apikey').addEventListener('change', () => keyChanged(true));
+  $('language').addEventListener('change', () => { wanted = $('language').value; setMode(); });
 
   function show(files) {
     const list = $('files'), imgs = $('images');
@@ -69,12 +123,19 @@
   }
 
   async function run() {
+    const language = $('language').value;
+    if (!language) {
+      // Never ask the server to run in no language.
+      status('no language chosen: ' + (listProblem || 'choose one in the list'));
+      (listProblem && /API key/.test(listProblem) ? $('apikey') : $('language')).focus();
+      return;
+    }
     $('run').disabled = true; $('output').textContent = ''; $('timing').textContent = '';
     status('running…');
     const started = performance.now();
     try {
       const r = await api('playground/api/run', { method: 'POST', headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ language: $('language').value, code: code(), conversation: $('session').value }) });
+        body: JSON.stringify({ language, code: code(), conversation: $('session').value }) });
       const reader = r.body.getReader();
       const dec = new TextDecoder();
       let buf = '';
