@@ -5,7 +5,7 @@
 // engine only through Docker's official Go client.
 //
 // Identity: as root, each session's container runs as the session's own
-// host uid (executions.SessionConfig.UIDs), shared with no other session
+// host uid (sessions.Config.UIDs), shared with no other session
 // and no account. Process lifetime: each run lives in a cgroup of its own
 // that the server kills from the host (runcg_linux.go). Cleanup: every
 // container this server creates is recorded in the state directory
@@ -41,6 +41,7 @@ import (
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/nofollow"
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 // Labels on every container of ours.
@@ -76,7 +77,7 @@ type Config struct {
 	Pids     int64   // most processes per container (default 256)
 	TmpBytes int64   // size of /tmp (default and at most a quarter of Memory)
 	// StateDir and Instance identify the owning server (see
-	// executions.InstanceAlive).
+	// sessions.InstanceAlive).
 	StateDir string
 	Instance string
 	// ExecStage is the srt-mcp binary whose __docker-exec mode starts each
@@ -272,7 +273,7 @@ func (b *Backend) Close() error {
 func (b *Backend) otherServers() bool {
 	ents, _ := os.ReadDir(filepath.Join(b.cfg.StateDir, "sessions"))
 	for _, e := range ents {
-		if e.Name() != b.cfg.Instance && executions.InstanceAlive(b.cfg.StateDir, e.Name()) {
+		if e.Name() != b.cfg.Instance && sessions.InstanceAlive(b.cfg.StateDir, e.Name()) {
 			return true
 		}
 	}
@@ -284,7 +285,7 @@ func (b *Backend) Client() *client.Client { return b.cli }
 
 // userOf is the container user of a box: its session's own uid, else the
 // server's.
-func (b *Backend) userOf(bx executions.Box) string {
+func (b *Backend) userOf(bx sessions.Box) string {
 	if bx.UID != 0 {
 		return fmt.Sprintf("%d:%d", bx.UID, bx.UID)
 	}
@@ -296,7 +297,7 @@ var errClosed = &runner.Error{Code: ErrCodeContainerDied, Message: "the session 
 
 // Container returns the session's container, creating and starting it on
 // first use.
-func (b *Backend) Container(ctx context.Context, bx executions.Box) (*box, error) {
+func (b *Backend) Container(ctx context.Context, bx sessions.Box) (*box, error) {
 	key := bx.Workspace
 	b.mu.Lock()
 	if c, ok := b.containers[key]; ok {
@@ -331,7 +332,7 @@ func (b *Backend) Container(ctx context.Context, bx executions.Box) (*box, error
 		Config: &container.Config{
 			Image:      b.cfg.Image,
 			User:       b.userOf(bx),
-			WorkingDir: executions.WorkspaceMount,
+			WorkingDir: sessions.WorkspaceMount,
 			Entrypoint: []string{"/bin/sleep", "infinity"},
 			Env:        []string{"HOME=" + runner.SandboxHome, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"},
 			Labels: map[string]string{LabelApp: LabelAppValue, LabelSession: bx.SessionID,
@@ -347,7 +348,7 @@ func (b *Backend) Container(ctx context.Context, bx executions.Box) (*box, error
 			AutoRemove:     true, // a dead PID 1 takes the container (and its anonymous volumes) with it
 			Tmpfs:          map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", b.cfg.TmpBytes)},
 			Mounts: []mount.Mount{
-				{Type: mount.TypeBind, Source: bx.Workspace, Target: executions.WorkspaceMount},
+				{Type: mount.TypeBind, Source: bx.Workspace, Target: sessions.WorkspaceMount},
 				{Type: mount.TypeBind, Source: bx.Cache, Target: CacheMount},
 				{Type: mount.TypeBind, Source: b.stage, Target: ExecStageMount, ReadOnly: true},
 			},
@@ -391,8 +392,8 @@ func (b *Backend) Container(ctx context.Context, bx executions.Box) (*box, error
 }
 
 // CacheMount is the session's cache directory inside its container, the
-// same place as in a native sandbox (see executions.SessionEnv).
-const CacheMount = executions.SessionCacheMount
+// same place as in a native sandbox (see sessions.Env).
+const CacheMount = sessions.CacheMount
 
 func (b *Backend) engineErr(what string, err error) error {
 	if client.IsErrConnectionFailed(err) {
@@ -437,7 +438,7 @@ func (b *Backend) forget(key string, c *box) {
 // Destroy implements executions.Backend: the session's container goes,
 // with everything running in it, including one being created right now
 // (it is removed when its creation ends).
-func (b *Backend) Destroy(bx executions.Box) error {
+func (b *Backend) Destroy(bx sessions.Box) error {
 	key := bx.Workspace
 	b.mu.Lock()
 	b.closed[key] = true
@@ -453,7 +454,7 @@ func (b *Backend) Destroy(bx executions.Box) error {
 // Release removes a session's container but keeps the session: its next
 // run starts a new one (the LibreChat API's stored sessions hold no
 // container between calls).
-func (b *Backend) Release(bx executions.Box) {
+func (b *Backend) Release(bx sessions.Box) {
 	b.mu.Lock()
 	c, ok := b.containers[bx.Workspace]
 	if ok && c.running > 0 {
@@ -487,7 +488,7 @@ func (b *Backend) Cleanup(ctx context.Context) (int, error) {
 		}
 		inst, err := d.ReadFile(e.Name(), 256)
 		d.Close()
-		if err != nil || string(inst) == b.cfg.Instance || executions.InstanceAlive(b.cfg.StateDir, string(inst)) {
+		if err != nil || string(inst) == b.cfg.Instance || sessions.InstanceAlive(b.cfg.StateDir, string(inst)) {
 			continue // ours, or another live server's
 		}
 		_, err = b.cli.ContainerRemove(ctx, e.Name(), client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})

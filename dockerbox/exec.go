@@ -20,9 +20,9 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
-	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/nofollow"
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 // A run, from the server's side:
@@ -49,7 +49,7 @@ import (
 // container, streamed as runner events. A container found dead before the
 // run starts (its PID 1 was killed, it was removed) is removed for good
 // and the run goes to a new one.
-func (b *Backend) Start(bx executions.Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+func (b *Backend) Start(bx sessions.Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
 	if err := checkSpec(spec); err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (b *Backend) Start(bx executions.Box, spec runner.Spec, sink func(runner.Ev
 	return h, err
 }
 
-func (b *Backend) start(bx executions.Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+func (b *Backend) start(bx sessions.Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
 	ctx := context.Background()
 	c, err := b.Container(ctx, bx)
 	if err != nil {
@@ -96,7 +96,7 @@ func (b *Backend) start(bx executions.Box, spec runner.Spec, sink func(runner.Ev
 	}
 	argv := []string{ExecStageMount, runner.ModeDockerExec, stage.Arg()}
 	env := []string{}
-	for k, v := range executions.SessionEnv() {
+	for k, v := range sessions.Env() {
 		if _, set := spec.Env[k]; !set {
 			env = append(env, k+"="+v)
 		}
@@ -109,7 +109,7 @@ func (b *Backend) start(bx executions.Box, spec runner.Spec, sink func(runner.Ev
 	withStdin := spec.Stdin != runner.StdinNull
 	cwd := spec.Cwd
 	if cwd == "" {
-		cwd = executions.WorkspaceMount
+		cwd = sessions.WorkspaceMount
 	}
 	size := client.ConsoleSize{Height: uint(spec.Rows), Width: uint(spec.Cols)}
 	if tty && size.Height == 0 {

@@ -4,26 +4,8 @@ import (
 	"context"
 
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/sessions"
 )
-
-// Box is what a backend knows of a data session: its id and the host
-// directories it mounts (the workspace at /mnt/data, the cache at the
-// sandbox's ~/.cache). Files move between the server and a session through
-// these host directories whatever the backend, so uploads, artifacts and
-// downloads are the same code for every backend.
-type Box struct {
-	SessionID string
-	Workspace string
-	Cache     string
-	// UID is the session's own host uid (and gid) its sandboxes run as; 0:
-	// the backend's default.
-	UID int
-}
-
-// BoxOf returns the Box of a session.
-func BoxOf(ss *Session) Box {
-	return Box{SessionID: ss.ID, Workspace: ss.Workspace, Cache: ss.Cache, UID: ss.uid}
-}
 
 // Backend runs a data session's code: in a bubblewrap sandbox per run
 // (native), or by exec in one container per session (Docker). The
@@ -35,31 +17,16 @@ type Backend interface {
 	// first use, and streams events to sink like runner.StartProcess:
 	// ready, stdout, stderr, then exactly one of exit, timeout, cancelled
 	// or error.
-	Start(b Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error)
+	Start(b sessions.Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error)
 	// Destroy removes the session's sandbox (a no-op where runs leave none),
 	// including one whose creation is under way; the box's workspace names
 	// the session's incarnation (a session id can be opened again).
-	Destroy(b Box) error
+	Destroy(b sessions.Box) error
 	// Cleanup removes sandboxes that no live server owns and returns how
 	// many it removed.
 	Cleanup(ctx context.Context) (int, error)
 	// Close releases the backend's resources at shutdown.
 	Close() error
-}
-
-// SessionCacheMount is where a session's cache directory appears.
-const SessionCacheMount = runner.SandboxHome + "/.cache"
-
-// SitePackages is where install_package puts a session's packages (in its
-// cache directory: the session's own, never the host's).
-const SitePackages = SessionCacheMount + "/site-packages"
-
-// SessionEnv is the environment of every data-session run: matplotlib
-// writes its font cache to the session's cache, kept between runs, and
-// the session's installed packages are importable.
-func SessionEnv() map[string]string {
-	return map[string]string{"MPLCONFIGDIR": SessionCacheMount + "/matplotlib", "XDG_CACHE_HOME": SessionCacheMount,
-		"PYTHONPATH": SitePackages}
 }
 
 // Native is the bubblewrap backend: each run is a fresh sandbox with the
@@ -73,12 +40,12 @@ type Native struct {
 func (n *Native) Name() string { return "native" }
 
 // Start implements Backend.
-func (n *Native) Start(b Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+func (n *Native) Start(b sessions.Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
 	spec.Mounts = append(spec.Mounts,
-		runner.ExtraMount{Src: b.Workspace, Dst: WorkspaceMount, Writable: true},
-		runner.ExtraMount{Src: b.Cache, Dst: SessionCacheMount, Writable: true})
+		runner.ExtraMount{Src: b.Workspace, Dst: sessions.WorkspaceMount, Writable: true},
+		runner.ExtraMount{Src: b.Cache, Dst: sessions.CacheMount, Writable: true})
 	env := map[string]string{}
-	for k, v := range SessionEnv() {
+	for k, v := range sessions.Env() {
 		env[k] = v
 	}
 	for k, v := range spec.Env {
@@ -95,7 +62,7 @@ func (n *Native) Start(b Box, spec runner.Spec, sink func(runner.Event)) (runner
 }
 
 // Destroy implements Backend: a native run leaves no sandbox behind.
-func (n *Native) Destroy(Box) error { return nil }
+func (n *Native) Destroy(sessions.Box) error { return nil }
 
 // Cleanup implements Backend: sandboxes die with their server.
 func (n *Native) Cleanup(context.Context) (int, error) { return 0, nil }

@@ -31,11 +31,12 @@ import (
 	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/profiles"
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 // DataConfig sets seed 000's limits (env names in the README).
 type DataConfig struct {
-	Sessions        *executions.Sessions
+	Sessions        *sessions.Registry
 	Python          string             // interpreter inside the sandbox (/usr/bin/python3)
 	ExecTimeout     time.Duration      // SANDBOX_EXEC_TIMEOUT_S (60s)
 	MaxOutputBytes  int64              // SANDBOX_MAX_OUTPUT_BYTES (100 KB) per stream
@@ -92,10 +93,10 @@ func (s *Server) addDataTools(dc DataConfig) {
 	go s.runtimes() // discovered at start-up, off the first call's path
 	s.startPool(dc.WarmPool)
 	go s.buildCacheTemplate()
-	dc.Sessions.OnEnd(func(ss *executions.Session) {
+	dc.Sessions.OnEnd(func(ss *sessions.Session) {
 		s.mgr.CancelOwner(dataOwner(ss.ID), true)
 		s.closeKernels(ss.ID)
-		if err := dc.Backend.Destroy(executions.BoxOf(ss)); err != nil {
+		if err := dc.Backend.Destroy(sessions.BoxOf(ss)); err != nil {
 			s.cfg.Logger.Warn("removing a session's sandbox", "session_id", ss.ID, "error", err)
 		}
 	})
@@ -141,7 +142,7 @@ func (s *Server) buildCacheTemplate() {
 	defer nofollow.RemoveAll(tmp) // a tree a sandbox wrote
 	uid, free := s.data.Sessions.SessionUID()
 	defer free()
-	box := executions.Box{SessionID: "cache-template", Workspace: filepath.Join(tmp, "data"), Cache: filepath.Join(tmp, "cache"), UID: uid}
+	box := sessions.Box{SessionID: "cache-template", Workspace: filepath.Join(tmp, "data"), Cache: filepath.Join(tmp, "cache"), UID: uid}
 	for _, d := range []string{box.Workspace, box.Cache} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return
@@ -182,8 +183,8 @@ func (s *Server) buildCacheTemplate() {
 }
 
 // starter launches runs of a session on its backend.
-func (s *Server) starter(ss *executions.Session) executions.Starter {
-	box := executions.BoxOf(ss)
+func (s *Server) starter(ss *sessions.Session) executions.Starter {
+	box := sessions.BoxOf(ss)
 	return func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
 		return s.data.Backend.Start(box, spec, sink)
 	}
@@ -203,14 +204,14 @@ func dataError(code, msg string, extra map[string]any) *mcp.CallToolResult {
 }
 
 func fromErr(err error) *mcp.CallToolResult {
-	var se *executions.SessionError
+	var se *sessions.Error
 	if errors.As(err, &se) {
 		return dataError(se.Code, se.Message, nil)
 	}
 	return dataError("internal_error", err.Error(), nil)
 }
 
-func (s *Server) artifactJSON(sessionID string, f executions.FileInfo) map[string]any {
+func (s *Server) artifactJSON(sessionID string, f sessions.FileInfo) map[string]any {
 	v := map[string]any{"path": f.Path, "filename": f.Filename, "size_bytes": f.Size, "mime_type": f.MIME}
 	if s.data.Files != nil {
 		v["download_url"] = s.data.Files.URL(sessionID, f.Filename)
@@ -228,7 +229,7 @@ func (s *Server) handleUpload(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if err := req.BindArguments(&a); err != nil {
 		return dataError("invalid_arguments", err.Error(), nil), nil
 	}
-	rel, err := executions.CleanName(a.Filename)
+	rel, err := sessions.CleanName(a.Filename)
 	if err != nil {
 		return fromErr(err), nil
 	}
@@ -257,7 +258,7 @@ func (s *Server) handleUpload(ctx context.Context, req mcp.CallToolRequest) (*mc
 		_ = s.data.Sessions.Close(ss.ID)
 	}
 	if err != nil {
-		var se *executions.SessionError
+		var se *sessions.Error
 		if errors.As(err, &se) {
 			s.audit(ss, map[string]any{"op": "upload_file", "path": a.Filename, "size_bytes": len(data), "error": se.Code})
 		}
@@ -273,7 +274,7 @@ func sha(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-func (s *Server) audit(ss *executions.Session, v map[string]any) {
+func (s *Server) audit(ss *sessions.Session, v map[string]any) {
 	v["ts"] = time.Now().UTC().Format(time.RFC3339Nano)
 	v["session_id"] = ss.ID
 	b, _ := json.Marshal(v)
@@ -339,11 +340,11 @@ func (s *Server) handleRunPython(ctx context.Context, req mcp.CallToolRequest) (
 
 // dataSpec is the sandbox of a data session's run: the workspace at
 // /mnt/data, no network, seed 000's limits under the operator's ceiling.
-func (s *Server) dataSpec(ss *executions.Session, argv []string) runner.Spec {
+func (s *Server) dataSpec(ss *sessions.Session, argv []string) runner.Spec {
 	return runner.Spec{
 		Version: runner.SpecVersion,
 		Argv:    argv,
-		Cwd:     executions.WorkspaceMount,
+		Cwd:     sessions.WorkspaceMount,
 		Home:    s.cfg.Home,
 		Policy:  s.dataPolicy(s.data.ExecTimeout),
 		Stdin:   runner.StdinNull,
@@ -364,7 +365,7 @@ func (s *Server) dataPolicy(timeout time.Duration) policy.Policy {
 }
 
 // scriptSpec runs code of a registry language in the session's sandbox.
-func (s *Server) scriptSpec(ss *executions.Session, rt *profiles.Runtime, code string, timeout time.Duration) runner.Spec {
+func (s *Server) scriptSpec(ss *sessions.Session, rt *profiles.Runtime, code string, timeout time.Duration) runner.Spec {
 	spec := s.dataSpec(ss, rt.Argv(code))
 	spec.Policy.Limits.Timeout = policy.Duration(timeout)
 	return spec
@@ -396,7 +397,7 @@ func missingModuleHint(stderr string) string {
 // closing the session cancels e; when e ends, onEnd runs, the audit line
 // (fields plus the end, exit code, duration and network decisions) is
 // written and the session released. The channel closes after that.
-func (s *Server) holdSession(ss *executions.Session, e *executions.Execution, fields map[string]any, onEnd func()) <-chan struct{} {
+func (s *Server) holdSession(ss *sessions.Session, e *executions.Execution, fields map[string]any, onEnd func()) <-chan struct{} {
 	released := make(chan struct{})
 	unhook := ss.OnClose(func() { _ = e.Cancel(true) })
 	go func() {
@@ -419,7 +420,7 @@ func (s *Server) holdSession(ss *executions.Session, e *executions.Execution, fi
 
 // artifactsSince lists, as seed 000's artifact objects, the files new or
 // changed in the session since before.
-func (s *Server) artifactsSince(ss *executions.Session, before executions.Listing) []map[string]any {
+func (s *Server) artifactsSince(ss *sessions.Session, before sessions.Listing) []map[string]any {
 	arts := []map[string]any{}
 	for _, f := range ss.Artifacts(before) {
 		arts = append(arts, s.artifactJSON(ss.ID, f))
@@ -462,7 +463,7 @@ func networkDecisions(sn executions.Snapshot) []string {
 }
 
 // runResult is seed 000's run_python response.
-func (s *Server) runResult(ss *executions.Session, runID string, sn executions.Snapshot, before executions.Listing) map[string]any {
+func (s *Server) runResult(ss *sessions.Session, runID string, sn executions.Snapshot, before sessions.Listing) map[string]any {
 	stdout, stderr := outputs(sn)
 	trunc := map[string]bool{}
 	for _, t := range sn.Truncated {
@@ -519,7 +520,7 @@ func pythonSummary(res map[string]any) string {
 // artifactContent adds a resource_link per artifact and a small preview
 // per image, so an agent can look without pulling whole files into its
 // context.
-func (s *Server) artifactContent(ss *executions.Session, res map[string]any) []mcp.Content {
+func (s *Server) artifactContent(ss *sessions.Session, res map[string]any) []mcp.Content {
 	var out []mcp.Content
 	for _, a := range res["artifacts"].([]map[string]any) {
 		name, mimeType := a["filename"].(string), a["mime_type"].(string)
@@ -599,14 +600,14 @@ func (s *Server) handleReadArtifact(ctx context.Context, req mcp.CallToolRequest
 	if err != nil {
 		return fromErr(err), nil
 	}
-	rel, err := executions.CleanName(a.Path)
+	rel, err := sessions.CleanName(a.Path)
 	if err != nil {
 		s.audit(ss, map[string]any{"op": "read_artifact", "path": a.Path, "error": "invalid_path"})
 		return fromErr(err), nil
 	}
 	data, info, err := ss.ReadFile(rel, s.data.MaxArtifactRead)
 	if err != nil {
-		var se *executions.SessionError
+		var se *sessions.Error
 		if errors.As(err, &se) {
 			s.audit(ss, map[string]any{"op": "read_artifact", "path": a.Path, "error": se.Code})
 		}
@@ -671,7 +672,7 @@ func (s *Server) readArtifactResource(ctx context.Context, req mcp.ReadResourceR
 	if err != nil {
 		return nil, err
 	}
-	rel, err := executions.CleanName(name)
+	rel, err := sessions.CleanName(name)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 // FileSigner makes and checks download URLs: seed 003 §9's HMAC-SHA256
@@ -125,7 +125,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such session", http.StatusNotFound)
 		return
 	}
-	rel, err := executions.CleanName(filename)
+	rel, err := sessions.CleanName(filename)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

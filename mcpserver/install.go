@@ -19,9 +19,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 // DefaultPipIndex is PyPI's simple index.
@@ -110,7 +110,7 @@ func (s *Server) handleInstall(ctx context.Context, req mcp.CallToolRequest) (*m
 	}
 	defer ss.Release()
 	argv := []string{s.data.Python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-warn-script-location",
-		"--upgrade", "--target", executions.SitePackages, "--index-url", s.data.PipIndex}
+		"--upgrade", "--target", sessions.SitePackages, "--index-url", s.data.PipIndex}
 	if index.Scheme == "http" {
 		argv = append(argv, "--trusted-host", index.Hostname())
 	}

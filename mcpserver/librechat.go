@@ -40,9 +40,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
 
-	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/guard"
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 // LibreChatConfig configures the Code API.
@@ -222,9 +222,9 @@ func (lc *librechat) health(w http.ResponseWriter, r *http.Request) {
 
 // index: the files of a storage session, by id, in the session directory
 // (not the workspace: code never sees or changes it).
-func indexPath(ss *executions.Session) string { return filepath.Join(ss.Dir, "librechat-index.json") }
+func indexPath(ss *sessions.Session) string { return filepath.Join(ss.Dir, "librechat-index.json") }
 
-func (lc *librechat) readIndex(ss *executions.Session) map[string]lcFile {
+func (lc *librechat) readIndex(ss *sessions.Session) map[string]lcFile {
 	idx := map[string]lcFile{}
 	if b, err := os.ReadFile(indexPath(ss)); err == nil {
 		_ = json.Unmarshal(b, &idx)
@@ -232,7 +232,7 @@ func (lc *librechat) readIndex(ss *executions.Session) map[string]lcFile {
 	return idx
 }
 
-func (lc *librechat) writeIndex(ss *executions.Session, idx map[string]lcFile) error {
+func (lc *librechat) writeIndex(ss *sessions.Session, idx map[string]lcFile) error {
 	b, _ := json.Marshal(idx)
 	tmp := indexPath(ss) + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
@@ -241,7 +241,7 @@ func (lc *librechat) writeIndex(ss *executions.Session, idx map[string]lcFile) e
 	return os.Rename(tmp, indexPath(ss))
 }
 
-func (lc *librechat) session(w http.ResponseWriter, sid string) *executions.Session {
+func (lc *librechat) session(w http.ResponseWriter, sid string) *sessions.Session {
 	ss, err := lc.s.data.Sessions.Get(sid)
 	if err != nil {
 		lcError(w, http.StatusNotFound, "Session not found", "details", "The session may have expired or does not exist")
@@ -251,7 +251,7 @@ func (lc *librechat) session(w http.ResponseWriter, sid string) *executions.Sess
 }
 
 // newStorage is a fresh storage session.
-func (lc *librechat) newStorage(w http.ResponseWriter) *executions.Session {
+func (lc *librechat) newStorage(w http.ResponseWriter) *sessions.Session {
 	ss, err := lc.s.data.Sessions.CreateStorage(lc.cfg.TTL, lc.cfg.MaxStored)
 	if err != nil {
 		lcError(w, http.StatusServiceUnavailable, err.Error())
@@ -316,7 +316,7 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 		}
 		name := f.Name
 		if ref.Name != "" {
-			if rel, err := executions.CleanName(ref.Name); err == nil {
+			if rel, err := sessions.CleanName(ref.Name); err == nil {
 				name = rel
 			}
 		}
@@ -343,8 +343,8 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 	ss.Release()
 	// A stored session keeps its files for a day, not a container: the
 	// next exec that needs one starts it.
-	if rel, ok := lc.s.data.Backend.(interface{ Release(executions.Box) }); ok {
-		rel.Release(executions.BoxOf(ss))
+	if rel, ok := lc.s.data.Backend.(interface{ Release(sessions.Box) }); ok {
+		rel.Release(sessions.BoxOf(ss))
 	}
 	out, errOut := outputs(sn)
 	var stdout, stderr strings.Builder
@@ -485,7 +485,7 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 				results = append(results, result{Status: "error", Filename: name, Error: "File size limit exceeded"})
 				continue
 			}
-			rel, err := executions.CleanName(name)
+			rel, err := sessions.CleanName(name)
 			if err == nil {
 				_, err = ss.WriteFile(rel, data, true)
 			}
@@ -499,7 +499,7 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 				continue
 			}
 			id := lcID()
-			idx[id] = lcFile{ID: id, Name: rel, Size: int64(len(data)), Modified: time.Now().UTC(), Type: executions.MIMEType(rel)}
+			idx[id] = lcFile{ID: id, Name: rel, Size: int64(len(data)), Modified: time.Now().UTC(), Type: sessions.MIMEType(rel)}
 			results = append(results, result{Status: "success", FileID: id, Filename: path.Base(rel)})
 		}
 		for id, f := range idx {
@@ -544,7 +544,7 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 	}
 }
 
-func (lc *librechat) lookup(w http.ResponseWriter, r *http.Request) (*executions.Session, lcFile, bool) {
+func (lc *librechat) lookup(w http.ResponseWriter, r *http.Request) (*sessions.Session, lcFile, bool) {
 	ss := lc.session(w, r.PathValue("sid"))
 	if ss == nil {
 		return nil, lcFile{}, false

@@ -14,10 +14,10 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/guard"
 	"github.com/srt-mcp/srt-mcp/playground"
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 func (s *Server) playgroundRoutes(mux *http.ServeMux, g *guard.Guard, auth func(http.ResponseWriter, *http.Request) (string, bool)) {
@@ -46,7 +46,7 @@ func (s *Server) pgRuntimes(w http.ResponseWriter, r *http.Request) {
 	lcJSON(w, http.StatusOK, map[string]any{"runtimes": out})
 }
 
-func (s *Server) pgSession(w http.ResponseWriter, conversation string) *executions.Session {
+func (s *Server) pgSession(w http.ResponseWriter, conversation string) *sessions.Session {
 	if strings.TrimSpace(conversation) == "" {
 		lcError(w, http.StatusBadRequest, "give a conversation id")
 		return nil
@@ -59,7 +59,7 @@ func (s *Server) pgSession(w http.ResponseWriter, conversation string) *executio
 	return ss
 }
 
-func (s *Server) pgFileList(ss *executions.Session) []map[string]any {
+func (s *Server) pgFileList(ss *sessions.Session) []map[string]any {
 	files := []map[string]any{}
 	for _, f := range ss.List() {
 		v := s.artifactJSON(ss.ID, f)
@@ -119,7 +119,7 @@ func (s *Server) pgUpload(w http.ResponseWriter, r *http.Request) {
 			lcError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%s is larger than %d bytes", params["filename"], s.data.MaxUploadBytes))
 			return
 		}
-		rel, err := executions.CleanName(params["filename"])
+		rel, err := sessions.CleanName(params["filename"])
 		if err == nil {
 			_, err = ss.WriteFile(rel, data, true)
 		}

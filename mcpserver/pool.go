@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 // PreloadModules are imported by a warm pool's kernels ahead of use.
@@ -20,7 +20,7 @@ type pool struct {
 	s     *Server
 	size  int
 	mu    sync.Mutex
-	ready []*executions.Session
+	ready []*sessions.Session
 	wake  chan struct{}
 	stop  chan struct{}
 	once  sync.Once
@@ -93,17 +93,17 @@ func (p *pool) fill() error {
 
 // take claims a ready session, or returns nil when the pool is empty (or
 // the cap is reached: the caller then gets the same error creating one).
-func (p *pool) take() *executions.Session {
+func (p *pool) take() *sessions.Session {
 	if p == nil {
 		return nil
 	}
 	p.mu.Lock()
-	var ss *executions.Session
+	var ss *sessions.Session
 	for len(p.ready) > 0 && ss == nil {
 		ss = p.ready[0]
 		p.ready = p.ready[1:]
 		if err := p.s.data.Sessions.Claim(ss); err != nil {
-			p.ready = append([]*executions.Session{ss}, p.ready...)
+			p.ready = append([]*sessions.Session{ss}, p.ready...)
 			ss = nil
 			break
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 // execArgs are execute_code's and execute_code_async's arguments (seed 002).
@@ -345,7 +346,7 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 			}
 			return toolError("invalid_arguments", err.Error()), nil
 		}
-		var ss *executions.Session
+		var ss *sessions.Session
 		if a.SessionID != "" {
 			if s.data == nil {
 				return toolError("invalid_arguments", "this server has no data sessions; omit session_id"), nil
@@ -354,14 +355,14 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 				err = ss.Acquire()
 			}
 			if err != nil {
-				var se *executions.SessionError
+				var se *sessions.Error
 				if errors.As(err, &se) {
 					return toolError(se.Code, se.Message), nil
 				}
 				return toolError("internal_error", err.Error()), nil
 			}
 			if a.WorkingDirectory == "" {
-				spec.Cwd = executions.WorkspaceMount
+				spec.Cwd = sessions.WorkspaceMount
 			}
 		}
 		owner := ownerFrom(ctx)
@@ -489,7 +490,7 @@ func (s *Server) specFor(a execArgs) (runner.Spec, error) {
 	if err != nil {
 		return runner.Spec{}, err
 	}
-	if !policy.Within(cwd, "/tmp") && !(a.SessionID != "" && policy.Within(cwd, executions.WorkspaceMount)) {
+	if !policy.Within(cwd, "/tmp") && !(a.SessionID != "" && policy.Within(cwd, sessions.WorkspaceMount)) {
 		roots := append(append([]string(nil), s.cfg.Ceiling.Filesystem.AllowRead...), s.cfg.Ceiling.Filesystem.AllowWrite...)
 		ok := false
 		for _, r := range roots {

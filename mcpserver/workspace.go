@@ -22,6 +22,7 @@ import (
 	"github.com/srt-mcp/srt-mcp/kernel"
 	"github.com/srt-mcp/srt-mcp/profiles"
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 // Stateless is the session_id that asks for a fresh, stateless run.
@@ -44,7 +45,7 @@ func newWorkspaces() *workspaces {
 }
 
 // workspaceFor returns the data session bound to owner, creating it.
-func (s *Server) workspaceFor(owner string) (*executions.Session, error) {
+func (s *Server) workspaceFor(owner string) (*sessions.Session, error) {
 	w := s.ws
 	w.mu.Lock()
 	sid := w.byOwner[owner]
@@ -104,7 +105,7 @@ func (s *Server) closeKernels(sid string) {
 
 // kernelSpec is the sandbox of a session's kernel: the data session's
 // sandbox without a timeout (cells have their own).
-func (s *Server) kernelSpec(ss *executions.Session, argv []string) runner.Spec {
+func (s *Server) kernelSpec(ss *sessions.Session, argv []string) runner.Spec {
 	spec := s.dataSpec(ss, argv)
 	s.ws.mu.Lock()
 	if m := s.ws.memory[ss.ID]; m > 0 && (spec.Policy.Limits.MaxMemoryBytes == 0 || m < spec.Policy.Limits.MaxMemoryBytes) {
@@ -119,7 +120,7 @@ func (s *Server) kernelSpec(ss *executions.Session, argv []string) runner.Spec {
 
 // kernelFor returns the session's running kernel for language, starting
 // one if there is none (or it died). note says why an earlier one is gone.
-func (s *Server) kernelFor(ctx context.Context, ss *executions.Session, language string) (*kernel.Kernel, string, error) {
+func (s *Server) kernelFor(ctx context.Context, ss *sessions.Session, language string) (*kernel.Kernel, string, error) {
 	w := s.ws
 	w.mu.Lock()
 	if w.starting[ss.ID] == nil {
@@ -270,7 +271,7 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 	if a.SessionID == Stateless {
 		return s.runStateless(ctx, req, a, rt, timeout, owner, async)
 	}
-	var ss *executions.Session
+	var ss *sessions.Session
 	var err error
 	if a.SessionID == "" {
 		ss, err = s.workspaceFor(owner)
@@ -281,7 +282,7 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 		err = ss.Acquire()
 	}
 	if err != nil {
-		var se *executions.SessionError
+		var se *sessions.Error
 		if errors.As(err, &se) {
 			return toolError(se.Code, se.Message), nil
 		}
@@ -575,7 +576,7 @@ func (s *Server) handleDestroySession(ctx context.Context, req mcp.CallToolReque
 
 // sessionOrWorkspace is the session named, or the caller's workspace
 // (created only when create is set).
-func (s *Server) sessionOrWorkspace(ctx context.Context, sid string, create bool) (*executions.Session, error) {
+func (s *Server) sessionOrWorkspace(ctx context.Context, sid string, create bool) (*sessions.Session, error) {
 	if sid != "" {
 		return s.data.Sessions.Get(sid)
 	}

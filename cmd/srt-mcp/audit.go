@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 var auditCommand = &cli.Command{
@@ -33,7 +33,7 @@ func runAudit(c *cli.Context) error {
 		home, _ := os.UserHomeDir()
 		stateDir = defaultStateDir(home)
 	}
-	dir := executions.AuditDir(stateDir)
+	dir := sessions.AuditDir(stateDir)
 	if c.NArg() == 0 {
 		ents, err := os.ReadDir(dir)
 		if err != nil && !os.IsNotExist(err) {
@@ -61,10 +61,10 @@ func runAudit(c *cli.Context) error {
 		return nil
 	}
 	id := c.Args().First()
-	if _, err := executions.CleanName(id); err != nil || strings.ContainsAny(id, "/.") {
+	if _, err := sessions.CleanName(id); err != nil || strings.ContainsAny(id, "/.") {
 		return cli.Exit(fmt.Sprintf("%q is not a session id (sess_ + 12 hex digits)", id), exitUsage)
 	}
-	f, err := os.Open(executions.AuditPath(stateDir, id))
+	f, err := os.Open(sessions.AuditPath(stateDir, id))
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("no audit log for %s in %s", id, dir), 1)
 	}

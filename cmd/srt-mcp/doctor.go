@@ -15,9 +15,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/srt-mcp/srt-mcp/dockerbox"
-	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/profiles"
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 var doctorCommand = &cli.Command{
@@ -162,7 +162,7 @@ func dockerChecks(image string) []check {
 		out = append(out, check{Name: "docker image", Status: "ok", Detail: image + " was built by this srt-mcp (or is pinned by digest)"})
 	}
 	if os.Geteuid() == 0 {
-		out = append(out, check{Name: "docker isolation", Status: "ok", Detail: fmt.Sprintf("each session's container runs as its own host uid (from %d up); each run gets a cgroup of its own, killed from the host", executions.DefaultSessionUIDs.First)})
+		out = append(out, check{Name: "docker isolation", Status: "ok", Detail: fmt.Sprintf("each session's container runs as its own host uid (from %d up); each run gets a cgroup of its own, killed from the host", sessions.DefaultUIDs.First)})
 	} else {
 		out = append(out, check{Name: "docker isolation", Status: "warn", Detail: "not root: every session's container runs as your uid, and a run's processes are found by their process tree (what re-parents to the container's init escapes)", Fix: "run srt-mcp serve --backend docker as root"})
 	}

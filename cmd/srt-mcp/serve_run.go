@@ -20,6 +20,7 @@ import (
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/mcpserver"
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 // This file is the MCP server itself. The release build (make build)
@@ -108,7 +109,7 @@ func runServe(c *cli.Context) error {
 	if stateDir == "" {
 		stateDir = defaultStateDir(home)
 	}
-	scfg := executions.SessionConfig{
+	scfg := sessions.Config{
 		StateDir: stateDir, TTL: time.Duration(c.Float64("data-session-ttl-minutes") * float64(time.Minute)), Max: c.Int("max-sessions"),
 	}
 	backendName := c.String("backend")
@@ -118,16 +119,16 @@ func runServe(c *cli.Context) error {
 			// Each session of a root server has its own host uid: its
 			// sandboxes run as it, it owns the session's files, and its
 			// bubblewrap reaches the workspace by path.
-			scfg.UIDs, scfg.Reach = &executions.DefaultSessionUIDs, true
+			scfg.UIDs, scfg.Reach = &sessions.DefaultUIDs, true
 		}
 	case "docker":
 		if os.Geteuid() == 0 {
-			scfg.UIDs = &executions.DefaultSessionUIDs // each session's container runs as its own uid
+			scfg.UIDs = &sessions.DefaultUIDs // each session's container runs as its own uid
 		}
 	default:
 		return cli.Exit(fmt.Sprintf("--backend %q: use native or docker", backendName), exitUsage)
 	}
-	sessions, err := executions.NewSessions(scfg)
+	sessions, err := sessions.New(scfg)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("state directory %s: %v", stateDir, err), 1)
 	}

@@ -1,4 +1,4 @@
-package executions
+package sessions
 
 import "syscall"
 

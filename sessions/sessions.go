@@ -1,4 +1,11 @@
-package executions
+// Package sessions owns data sessions: the registry (ids, the cap, idle
+// TTL, one run at a time, each session's own host uid when the server is
+// root), each session's workspace and its file operations (upload, read,
+// list, remove: relative to open directories, never through a link; see
+// package nofollow), its audit log, and the state directory's layout. A
+// backend (a bubblewrap sandbox per run, or a container) mounts what a
+// session's Box names.
+package sessions
 
 import (
 	"bytes"
@@ -30,19 +37,19 @@ import (
 const WorkspaceMount = "/mnt/data"
 
 // Session errors carry the seed 000 error codes.
-type SessionError struct {
+type Error struct {
 	Code    string // session_not_found, max_sessions, session_busy, invalid_session_id, ...
 	Message string
 }
 
-func (e *SessionError) Error() string { return e.Code + ": " + e.Message }
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
-func sessErr(code, format string, args ...any) *SessionError {
-	return &SessionError{Code: code, Message: fmt.Sprintf(format, args...)}
+func sessErr(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// SessionConfig bounds the sessions of a server.
-type SessionConfig struct {
+// Config bounds the sessions of a server.
+type Config struct {
 	// StateDir holds the sessions' workspaces (sessions/) and audit logs
 	// (audit/). No sandbox sees any of it but its own workspace.
 	StateDir string
@@ -66,10 +73,10 @@ type SessionConfig struct {
 // UIDRange is a range of host uids (and the same gids) the server owns.
 type UIDRange struct{ First, Count int }
 
-// DefaultSessionUIDs is the range a root server takes sessions' uids from:
+// DefaultUIDs is the range a root server takes sessions' uids from:
 // far above the ids of accounts and of other tools' ranges (systemd's
 // dynamic users, container subuids usually start at 100000 and 524288).
-var DefaultSessionUIDs = UIDRange{First: 2_000_000, Count: 1 << 24}
+var DefaultUIDs = UIDRange{First: 2_000_000, Count: 1 << 24}
 
 // The state directory:
 //
@@ -87,11 +94,11 @@ var DefaultSessionUIDs = UIDRange{First: 2_000_000, Count: 1 << 24}
 // Owner is a uid and gid.
 type Owner struct{ UID, GID int }
 
-// Sessions owns the data sessions: a workspace directory each, mounted at
+// Registry owns the data sessions: a workspace directory each, mounted at
 // /mnt/data in that session's sandboxes, one run at a time, an idle TTL, a
 // global cap, and an audit log.
-type Sessions struct {
-	cfg   SessionConfig
+type Registry struct {
+	cfg   Config
 	mu    sync.Mutex
 	open  map[string]*Session
 	stop  chan struct{}
@@ -128,9 +135,9 @@ type Session struct {
 
 var sessionIDPattern = regexp.MustCompile(`^sess_[0-9a-f]{12}$`)
 
-// NewSessions prepares the state directory: leftovers of a previous process
+// New prepares the state directory: leftovers of a previous process
 // (its sessions die with it) are removed first.
-func NewSessions(cfg SessionConfig) (*Sessions, error) {
+func New(cfg Config) (*Registry, error) {
 	if cfg.TTL <= 0 {
 		cfg.TTL = 30 * time.Minute
 	}
@@ -154,7 +161,7 @@ func NewSessions(cfg SessionConfig) (*Sessions, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, err
 	}
-	s := &Sessions{cfg: cfg, open: map[string]*Session{}, stop: make(chan struct{}), ws: filepath.Join(cfg.StateDir, "workspaces")}
+	s := &Registry{cfg: cfg, open: map[string]*Session{}, stop: make(chan struct{}), ws: filepath.Join(cfg.StateDir, "workspaces")}
 	if err := s.prepareWorkspaces(); err != nil {
 		return nil, err
 	}
@@ -184,7 +191,7 @@ func NewSessions(cfg SessionConfig) (*Sessions, error) {
 // CacheTemplate is the directory copied into each new session's cache
 // (caches built once by the server, such as matplotlib's font list), or ""
 // while there is none.
-func (s *Sessions) CacheTemplate() string {
+func (s *Registry) CacheTemplate() string {
 	t := filepath.Join(s.cfg.StateDir, "cache-template")
 	if _, err := os.Stat(t); err != nil {
 		return ""
@@ -194,7 +201,7 @@ func (s *Sessions) CacheTemplate() string {
 
 // SetCacheTemplate installs dir (built by the caller, inside the state
 // directory) as the cache template, replacing any older one.
-func (s *Sessions) SetCacheTemplate(dir string) error {
+func (s *Registry) SetCacheTemplate(dir string) error {
 	t := filepath.Join(s.cfg.StateDir, "cache-template")
 	old := t + ".old"
 	_ = nofollow.RemoveAll(old)
@@ -205,7 +212,7 @@ func (s *Sessions) SetCacheTemplate(dir string) error {
 
 // MkdirTemp makes a new directory in the state directory that sandboxes
 // can reach like a workspace (the server's own preparatory runs use it).
-func (s *Sessions) MkdirTemp(pattern string) (string, error) {
+func (s *Registry) MkdirTemp(pattern string) (string, error) {
 	d, err := os.MkdirTemp(s.cfg.StateDir, pattern)
 	if err == nil {
 		err = os.Chmod(d, s.dirMode())
@@ -214,13 +221,13 @@ func (s *Sessions) MkdirTemp(pattern string) (string, error) {
 }
 
 // Owner is who owns the sessions' files (nil: the server).
-func (s *Sessions) Owner() *Owner { return s.cfg.Owner }
+func (s *Registry) Owner() *Owner { return s.cfg.Owner }
 
 // StateDir is the directory the sessions live in.
-func (s *Sessions) StateDir() string { return s.cfg.StateDir }
+func (s *Registry) StateDir() string { return s.cfg.StateDir }
 
 // Instance names this server's instance directory (see InstanceAlive).
-func (s *Sessions) Instance() string { return filepath.Base(s.dir) }
+func (s *Registry) Instance() string { return filepath.Base(s.dir) }
 
 // InstanceAlive reports whether the server that owns instance under
 // stateDir is running (it holds its lock). Sandboxes labelled with a dead
@@ -243,17 +250,17 @@ func InstanceAlive(stateDir, instance string) bool {
 
 // OnEnd registers a function called when a session closes (to cancel its
 // executions).
-func (s *Sessions) OnEnd(f func(*Session)) { s.onEnd = f }
+func (s *Registry) OnEnd(f func(*Session)) { s.onEnd = f }
 
-// NewSessionID returns a fresh sess_<12 hex> id.
-func NewSessionID() string {
+// NewID returns a fresh sess_<12 hex> id.
+func NewID() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return "sess_" + hex.EncodeToString(b)
 }
 
 // Get returns an open session.
-func (s *Sessions) Get(id string) (*Session, error) {
+func (s *Registry) Get(id string) (*Session, error) {
 	if !sessionIDPattern.MatchString(id) {
 		return nil, sessErr("session_not_found", "No active session with id %s (session ids look like sess_0123456789ab)", id)
 	}
@@ -269,9 +276,9 @@ func (s *Sessions) Get(id string) (*Session, error) {
 
 // GetOrCreate returns the session id, creating it when id is "" (a fresh
 // id) or not open yet.
-func (s *Sessions) GetOrCreate(id string) (*Session, bool, error) {
+func (s *Registry) GetOrCreate(id string) (*Session, bool, error) {
 	if id == "" {
-		id = NewSessionID()
+		id = NewID()
 	}
 	if !sessionIDPattern.MatchString(id) {
 		return nil, false, sessErr("invalid_session_id", "session_id %q must look like sess_ followed by 12 lowercase hex digits; omit it to get a new one", id)
@@ -296,10 +303,10 @@ func (s *Sessions) GetOrCreate(id string) (*Session, bool, error) {
 
 // CreatePooled makes a session for a warm pool: it does not count against
 // the cap and never idles out until Claim hands it to a caller.
-func (s *Sessions) CreatePooled() (*Session, error) {
+func (s *Registry) CreatePooled() (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss, err := s.createLocked(NewSessionID())
+	ss, err := s.createLocked(NewID())
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +315,7 @@ func (s *Sessions) CreatePooled() (*Session, error) {
 }
 
 // Claim turns a pooled session into a caller's (under the cap).
-func (s *Sessions) Claim(ss *Session) error {
+func (s *Registry) Claim(ss *Session) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.open[ss.ID]; !ok || !ss.pooled {
@@ -322,7 +329,7 @@ func (s *Sessions) Claim(ss *Session) error {
 	return nil
 }
 
-func (s *Sessions) activeLocked() int {
+func (s *Registry) activeLocked() int {
 	n := 0
 	for _, ss := range s.open {
 		if !ss.pooled && !ss.storage {
@@ -336,7 +343,7 @@ func (s *Sessions) activeLocked() int {
 // expect them to last (the LibreChat Code API: a day): it expires after
 // ttl idle and counts against max such sessions, not against the cap of
 // interactive sessions.
-func (s *Sessions) CreateStorage(ttl time.Duration, max int) (*Session, error) {
+func (s *Registry) CreateStorage(ttl time.Duration, max int) (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -348,7 +355,7 @@ func (s *Sessions) CreateStorage(ttl time.Duration, max int) (*Session, error) {
 	if n >= max {
 		return nil, sessErr("max_sessions", "Maximum %d stored sessions reached; older ones expire after %s idle.", max, ttl)
 	}
-	ss, err := s.createLocked(NewSessionID())
+	ss, err := s.createLocked(NewID())
 	if err != nil {
 		return nil, err
 	}
@@ -356,7 +363,7 @@ func (s *Sessions) CreateStorage(ttl time.Duration, max int) (*Session, error) {
 	return ss, nil
 }
 
-func (s *Sessions) createLocked(id string) (*Session, error) {
+func (s *Registry) createLocked(id string) (*Session, error) {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	dir := filepath.Join(s.ws, hex.EncodeToString(b))
@@ -412,7 +419,7 @@ func (s *Sessions) createLocked(id string) (*Session, error) {
 }
 
 // Close ends a session and removes its workspace.
-func (s *Sessions) Close(id string) error {
+func (s *Registry) Close(id string) error {
 	s.mu.Lock()
 	ss, ok := s.open[id]
 	if ok {
@@ -426,7 +433,7 @@ func (s *Sessions) Close(id string) error {
 	return nil
 }
 
-func (s *Sessions) end(ss *Session) {
+func (s *Registry) end(ss *Session) {
 	ss.mu.Lock()
 	ss.closed = true
 	closers := ss.closers
@@ -457,7 +464,7 @@ func (s *Sessions) end(ss *Session) {
 // allocUIDLocked picks a uid from the range for a new session: random, so
 // that two servers sharing a state directory do not walk the same ids, and
 // never one this server uses or any process on the host runs as.
-func (s *Sessions) allocUIDLocked() (int, error) {
+func (s *Registry) allocUIDLocked() (int, error) {
 	r := s.cfg.UIDs
 	if s.uids == nil {
 		s.uids = map[int]bool{}
@@ -479,7 +486,7 @@ func (s *Sessions) allocUIDLocked() (int, error) {
 // SessionUID returns a fresh uid from the range for a sandbox of the
 // server's own (the cache template build), and a function that frees it;
 // 0 when the server gives no uids.
-func (s *Sessions) SessionUID() (int, func()) {
+func (s *Registry) SessionUID() (int, func()) {
 	if s.cfg.UIDs == nil {
 		return 0, func() {}
 	}
@@ -547,13 +554,13 @@ func (ss *Session) OnClose(f func()) (remove func()) {
 }
 
 // Count returns the number of open sessions (pooled ones not included).
-func (s *Sessions) Count() int {
+func (s *Registry) Count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.activeLocked()
 }
 
-func (s *Sessions) sweepLoop() {
+func (s *Registry) sweepLoop() {
 	every := min(30*time.Second, max(s.cfg.TTL/4, 100*time.Millisecond))
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -569,7 +576,7 @@ func (s *Sessions) sweepLoop() {
 
 // Sweep closes sessions idle longer than the TTL (a running session is
 // never idle).
-func (s *Sessions) Sweep(now time.Time) int {
+func (s *Registry) Sweep(now time.Time) int {
 	var expired []*Session
 	s.mu.Lock()
 	for id, ss := range s.open {
@@ -593,7 +600,7 @@ func (s *Sessions) Sweep(now time.Time) int {
 }
 
 // Shutdown closes every session.
-func (s *Sessions) Shutdown() {
+func (s *Registry) Shutdown() {
 	s.once.Do(func() { close(s.stop) })
 	s.mu.Lock()
 	all := s.open
@@ -610,7 +617,7 @@ func (s *Sessions) Shutdown() {
 }
 
 // dirMode is the mode of the directories on the way to a workspace.
-func (s *Sessions) dirMode() os.FileMode {
+func (s *Registry) dirMode() os.FileMode {
 	if s.cfg.Reach {
 		return 0o711
 	}
@@ -620,7 +627,7 @@ func (s *Sessions) dirMode() os.FileMode {
 // prepareWorkspaces creates the workspaces directory and, when sandboxes
 // reach their workspaces as another user, makes the state directory and it
 // searchable (not listable) by that user, and checks every directory above.
-func (s *Sessions) prepareWorkspaces() error {
+func (s *Registry) prepareWorkspaces() error {
 	if err := os.MkdirAll(s.ws, s.dirMode()); err != nil {
 		return err
 	}
@@ -661,7 +668,7 @@ func (s *Sessions) prepareWorkspaces() error {
 // background, after the containers that could still write them are gone:
 // nothing a previous server left (a deep tree, a busy writer) can hold the
 // next one up.
-func (s *Sessions) RemoveLeftovers() (int, error) {
+func (s *Registry) RemoveLeftovers() (int, error) {
 	ents, err := os.ReadDir(s.ws)
 	if err != nil {
 		return 0, err
@@ -727,7 +734,7 @@ func (ss *Session) SetTTL(d time.Duration) {
 }
 
 // ExpiresAt is when the session closes if it stays idle.
-func (s *Sessions) ExpiresAt(ss *Session) time.Time {
+func (s *Registry) ExpiresAt(ss *Session) time.Time {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ttl := s.cfg.TTL
@@ -839,7 +846,7 @@ func unsafeNameRune(r rune) bool {
 // fileErr turns an error of a workspace operation on rel into a session
 // error that says what went wrong.
 func fileErr(rel string, err error) error {
-	var se *SessionError
+	var se *Error
 	switch {
 	case errors.As(err, &se):
 		return err

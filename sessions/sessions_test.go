@@ -1,4 +1,4 @@
-package executions
+package sessions
 
 import (
 	"bytes"
@@ -11,12 +11,12 @@ import (
 	"time"
 )
 
-func newSessions(t *testing.T, cfg SessionConfig) *Sessions {
+func newSessions(t *testing.T, cfg Config) *Registry {
 	t.Helper()
 	if cfg.StateDir == "" {
 		cfg.StateDir = t.TempDir()
 	}
-	s, err := NewSessions(cfg)
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func newSessions(t *testing.T, cfg SessionConfig) *Sessions {
 
 func wantCode(t *testing.T, err error, code string) {
 	t.Helper()
-	var se *SessionError
+	var se *Error
 	if !errors.As(err, &se) || se.Code != code {
 		t.Fatalf("want %s, got %v", code, err)
 	}
@@ -79,7 +79,7 @@ func TestCleanName(t *testing.T) {
 }
 
 func TestSessionIDsCapAndClose(t *testing.T) {
-	s := newSessions(t, SessionConfig{Max: 2})
+	s := newSessions(t, Config{Max: 2})
 	a, created, err := s.GetOrCreate("")
 	if err != nil || !created || !sessionIDPattern.MatchString(a.ID) {
 		t.Fatalf("new session: %+v %v %v", a, created, err)
@@ -113,7 +113,7 @@ func TestSessionIDsCapAndClose(t *testing.T) {
 }
 
 func TestSessionBusy(t *testing.T) {
-	s := newSessions(t, SessionConfig{})
+	s := newSessions(t, Config{})
 	ss, _, _ := s.GetOrCreate("")
 	if err := ss.Acquire(); err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestSessionBusy(t *testing.T) {
 }
 
 func TestSessionTTL(t *testing.T) {
-	s := newSessions(t, SessionConfig{TTL: time.Minute})
+	s := newSessions(t, Config{TTL: time.Minute})
 	idle, _, _ := s.GetOrCreate("")
 	busy, _, _ := s.GetOrCreate("")
 	fresh, _, _ := s.GetOrCreate("")
@@ -154,7 +154,7 @@ func TestSessionTTL(t *testing.T) {
 }
 
 func TestSessionTTLLoop(t *testing.T) {
-	s := newSessions(t, SessionConfig{TTL: 200 * time.Millisecond})
+	s := newSessions(t, Config{TTL: 200 * time.Millisecond})
 	ss, _, _ := s.GetOrCreate("")
 	gone := func() bool { _, err := os.Stat(ss.Dir); return os.IsNotExist(err) }
 	deadline := time.Now().Add(5 * time.Second)
@@ -185,7 +185,7 @@ func TestRestartCleansLeftovers(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(filepath.Dir(left), "instance"), []byte("deadbeefdeadbeef"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := newSessions(t, SessionConfig{StateDir: dir})
+	s := newSessions(t, Config{StateDir: dir})
 	if n, err := s.RemoveLeftovers(); n != 1 || err != nil {
 		t.Errorf("RemoveLeftovers = %d, %v; want 1", n, err)
 	}
@@ -201,7 +201,7 @@ func TestRestartCleansLeftovers(t *testing.T) {
 	// A second live server on the same state directory leaves the first
 	// one's sessions alone, and its own are separate.
 	ss, _, _ := s.GetOrCreate("")
-	other := newSessions(t, SessionConfig{StateDir: dir})
+	other := newSessions(t, Config{StateDir: dir})
 	if n, _ := other.RemoveLeftovers(); n != 0 {
 		t.Errorf("the second server removed %d live sessions", n)
 	}
@@ -219,7 +219,7 @@ func TestRestartCleansLeftovers(t *testing.T) {
 }
 
 func TestWriteReadAtomic(t *testing.T) {
-	s := newSessions(t, SessionConfig{})
+	s := newSessions(t, Config{})
 	ss, _, _ := s.GetOrCreate("")
 	p, err := ss.WriteFile("in/sales.csv", []byte("a,b\n1,2\n"), false)
 	if err != nil || p != "/mnt/data/in/sales.csv" {
@@ -260,7 +260,7 @@ func TestWriteReadAtomic(t *testing.T) {
 // under /mnt/data) must not carry a later upload, read or download out of
 // the workspace.
 func TestPlantedSymlinks(t *testing.T) {
-	s := newSessions(t, SessionConfig{})
+	s := newSessions(t, Config{})
 	ss, _, _ := s.GetOrCreate("")
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret")
@@ -319,7 +319,7 @@ func TestPlantedSymlinks(t *testing.T) {
 }
 
 func TestArtifactsDiff(t *testing.T) {
-	s := newSessions(t, SessionConfig{})
+	s := newSessions(t, Config{})
 	ss, _, _ := s.GetOrCreate("")
 	ws := ss.Workspace
 	_ = os.WriteFile(filepath.Join(ws, "same.csv"), []byte("1"), 0o644)
@@ -353,7 +353,7 @@ func TestMIMEType(t *testing.T) {
 }
 
 func TestCacheTemplate(t *testing.T) {
-	s := newSessions(t, SessionConfig{})
+	s := newSessions(t, Config{})
 	before, _, _ := s.GetOrCreate("")
 	build := filepath.Join(s.StateDir(), "cache-build-x")
 	if err := os.MkdirAll(filepath.Join(build, "matplotlib"), 0o700); err != nil {
@@ -386,7 +386,7 @@ func TestCacheTemplate(t *testing.T) {
 // As root, each session has its own host uid from the range, owning its
 // workspace; no two open sessions share one.
 func TestSessionUIDs(t *testing.T) {
-	s := newSessions(t, SessionConfig{Max: 50, UIDs: &UIDRange{First: 3_000_000, Count: 1000}})
+	s := newSessions(t, Config{Max: 50, UIDs: &UIDRange{First: 3_000_000, Count: 1000}})
 	seen := map[int]bool{}
 	for i := 0; i < 20; i++ {
 		ss, _, err := s.GetOrCreate("")
