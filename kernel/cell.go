@@ -19,7 +19,7 @@ var ErrBusy = errors.New("the kernel is running another cell")
 type CellOptions struct {
 	Timeout   time.Duration // 0: none
 	Grace     time.Duration // how long an interrupt has before the kernel is killed (default 3s)
-	MaxOutput int64         // per stream; 0: no cap
+	MaxOutput int64         // per stream, applied in the kernel too; 0: no cap
 }
 
 // Cell is one cell running on a kernel, as a runner.Handle: the execution
@@ -57,7 +57,7 @@ func RunCell(k *Kernel, code string, opt CellOptions, sink func(runner.Event)) (
 	c := &Cell{k: k, sink: sink, opt: opt, start: time.Now(), done: make(chan struct{}),
 		sent: map[string]int64{}, trunc: map[string]bool{}}
 	c.emit(runner.Event{Type: runner.EventReady})
-	if _, err := k.Request("exec", map[string]any{"code": code}, c.onFrame); err != nil {
+	if _, err := k.Request("exec", map[string]any{"code": code, "max_output": max(opt.MaxOutput, 0)}, c.onFrame); err != nil {
 		k.Unlock()
 		return nil, err
 	}
@@ -87,9 +87,13 @@ func (c *Cell) emit(ev runner.Event) {
 		}
 	}
 	c.mu.Unlock()
+	if terminal {
+		// The kernel is free before anyone hears the cell ended: whoever
+		// does may start the next cell at once.
+		c.k.Unlock()
+	}
 	c.sink(ev)
 	if terminal {
-		c.k.Unlock()
 		close(c.done)
 	}
 }
@@ -132,6 +136,17 @@ func (c *Cell) onFrame(f Frame) {
 		c.output(f.Ev, f.Data)
 	case "result":
 		c.output(runner.EventStdout, f.Repr+"\n")
+	case "truncated": // the kernel dropped the rest of a stream
+		if f.Stream == runner.EventStdout || f.Stream == runner.EventStderr {
+			c.mu.Lock()
+			c.trunc[f.Stream] = true
+			c.mu.Unlock()
+		}
+	case evOversize: // the server dropped a frame: the cell fails, says why
+		c.mu.Lock()
+		c.failed = true
+		c.mu.Unlock()
+		c.emit(runner.Event{Type: runner.EventStderr, Data: []byte("srt-mcp: " + f.Data + "\n")})
 	case "error":
 		c.mu.Lock()
 		c.failed = true

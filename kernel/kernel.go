@@ -7,10 +7,12 @@
 //	  |                                         |  started: python3 -u -c <python_kernel.py>
 //	  |                                         |       or: node -e <node_kernel.js> (frames prefixed \x1e)
 //	  | <------------- {"id":0,"ev":"ready","version":...}
-//	  | -- {"op":"exec","id":N,"code":...} -->  |  runs the cell in its namespace
-//	  | <------------- {"id":N,"ev":"stdout","data":...}   fds 1 and 2 are captured,
-//	  | <------------- {"id":N,"ev":"stderr","data":...}   subprocesses included
-//	  | <------------- {"id":N,"ev":"result","repr":...}   a trailing expression's value
+//	  | -- {"op":"exec","id":N,"code":...,"max_output":B} -->  |  runs the cell in its namespace
+//	  | <------------- {"id":N,"ev":"stdout","data":...}   fds 1 and 2 are captured, subprocesses
+//	  | <------------- {"id":N,"ev":"stderr","data":...}   included; in pieces of at most 64 KiB
+//	  | <------------- {"id":N,"ev":"truncated","stream":"stdout"}   the stream passed B bytes
+//	  | <------------- {"id":N,"ev":"result","repr":...}   a trailing expression's value, cut
+//	  |                                         |          to 1 MiB (or what B leaves) with a note
 //	  | <------------- {"id":N,"ev":"error","ename":...}   the traceback went to stderr
 //	  | <------------- {"id":N,"ev":"figure","path":...}   open matplotlib figures, saved
 //	  | <------------- {"id":N,"ev":"done","ok":bool,"exec_count":K}
@@ -25,6 +27,15 @@
 // and 2 onto pipes of its own first). One request runs at a time. A kernel
 // that does not answer an interrupt is killed; its owner starts a new one
 // and says so.
+//
+// The cell's output cap (max_output, bytes per stream; 0: none) is applied
+// in the kernel: once a stream has sent B bytes, the rest of the cell's
+// output on it is counted and dropped there, and one "truncated" frame says
+// so; the server caps again (a Node child writing straight to fd 1 is not
+// seen by the kernel). The server reads lines in linear time and holds at
+// most maxFrame bytes of one: a longer frame is dropped and its cell fails
+// with a note (the kernel goes on); a longer line of plain output is passed
+// on in pieces.
 package kernel
 
 import (
@@ -59,6 +70,7 @@ type Frame struct {
 	Ename     string   `json:"ename,omitempty"`
 	Evalue    string   `json:"evalue,omitempty"`
 	Path      string   `json:"path,omitempty"`
+	Stream    string   `json:"stream,omitempty"` // of a "truncated" frame
 	OK        bool     `json:"ok,omitempty"`
 	ExecCount int      `json:"exec_count,omitempty"`
 	Language  string   `json:"language,omitempty"`
@@ -67,6 +79,24 @@ type Frame struct {
 	Modules   []string `json:"modules,omitempty"`
 	Memory    int64    `json:"memory_bytes,omitempty"`
 }
+
+// maxFrame bounds one line from a kernel: the server holds no more of a
+// partial line than this. The drivers keep frames far below it (output in
+// pieces of 64 KiB, a REPL value cut to 1 MiB, both JSON-escaped).
+var maxFrame = 16 << 20
+
+// evOversize is the frame the server makes (never on the wire) for a frame
+// beyond maxFrame that it dropped; its Data says what was lost.
+const evOversize = "oversize"
+
+// lineMode is what the reader does with the line it is in.
+type lineMode int
+
+const (
+	lineRead lineMode = iota // collect the line (a frame, or a line of plain output)
+	lineDrop                 // discard an oversize frame up to its newline
+	linePass                 // pass a long line of plain output on up to its newline
+)
 
 // ErrDead is returned when the kernel process is gone.
 var ErrDead = errors.New("the kernel is not running")
@@ -81,8 +111,9 @@ type Kernel struct {
 	mu      sync.Mutex
 	nextID  uint64
 	waiters map[uint64]func(Frame)
-	current uint64 // the request being served
-	buf     bytes.Buffer
+	current uint64       // the request being served
+	partial []byte       // the start of a line whose newline has not come yet
+	mode    lineMode     // of the line being read
 	diag    bytes.Buffer // the kernel process's own stderr (its crashes)
 	ready   chan Frame
 	dead    chan struct{}
@@ -129,26 +160,7 @@ func (k *Kernel) onEvent(ev runner.Event) {
 	switch ev.Type {
 	case runner.EventStdout:
 		k.mu.Lock()
-		k.buf.Write(ev.Data)
-		var frames []Frame
-		for {
-			line, err := k.buf.ReadBytes('\n')
-			if err != nil {
-				k.buf.Reset()
-				k.buf.Write(line) // a partial line: wait for the rest
-				break
-			}
-			// A frame is a JSON object, prefixed with \x1e by kernels whose
-			// children may write to the same stdout; any other line is
-			// output of the current request.
-			var f Frame
-			body := bytes.TrimPrefix(line, []byte{0x1e})
-			if (len(body) < len(line) || bytes.HasPrefix(line, []byte("{"))) && json.Unmarshal(body, &f) == nil && f.Ev != "" {
-				frames = append(frames, f)
-			} else {
-				frames = append(frames, Frame{ID: k.current, Ev: "stdout", Data: string(line)})
-			}
-		}
+		frames := k.split(ev.Data)
 		k.mu.Unlock()
 		for _, f := range frames {
 			k.dispatch(f)
@@ -178,6 +190,120 @@ func (k *Kernel) onEvent(ev runner.Event) {
 			}
 		}
 	}
+}
+
+// split reads data, the next bytes of the kernel's stdout, and returns the
+// frames of the lines it completes. Each byte is scanned once and copied at
+// most once (a partial line is appended to, never re-copied), and no more
+// than maxFrame bytes of a line are held. Called with k.mu held.
+func (k *Kernel) split(data []byte) []Frame {
+	var frames []Frame
+	for len(data) > 0 {
+		piece, complete := data, false
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			piece, complete = data[:i+1], true
+		}
+		data = data[len(piece):]
+		switch {
+		case k.mode == lineDrop:
+		case k.mode == linePass:
+			frames = append(frames, Frame{ID: k.current, Ev: "stdout", Data: string(piece)})
+		case len(k.partial)+len(piece) > maxFrame:
+			frames = append(frames, k.overflow(piece)...)
+		case !complete:
+			k.appendPartial(piece)
+		case len(k.partial) == 0:
+			frames = append(frames, k.parse(piece))
+		default:
+			k.appendPartial(piece)
+			frames = append(frames, k.parse(k.partial))
+			k.dropPartial()
+		}
+		if complete {
+			k.mode = lineRead
+		}
+	}
+	return frames
+}
+
+// parse reads one line (with its newline). A frame is a JSON object,
+// prefixed with \x1e by kernels whose children may write to the same
+// stdout; any other line is output of the current request.
+func (k *Kernel) parse(line []byte) Frame {
+	var f Frame
+	body := bytes.TrimPrefix(line, []byte{0x1e})
+	if (len(body) < len(line) || bytes.HasPrefix(line, []byte("{"))) && json.Unmarshal(body, &f) == nil && f.Ev != "" {
+		return f
+	}
+	return Frame{ID: k.current, Ev: "stdout", Data: string(line)}
+}
+
+// overflow handles a line that has grown past maxFrame, piece being its
+// latest bytes: a frame is dropped (up to its newline) with a note for the
+// current request; plain output is passed on as it comes.
+func (k *Kernel) overflow(piece []byte) []Frame {
+	head := k.partial
+	if len(head) == 0 {
+		head = piece
+	}
+	var frames []Frame
+	if head[0] == 0x1e || (head[0] == '{' && k.Language != "javascript") { // Node's frames all carry \x1e
+		k.mode = lineDrop
+		size := fmt.Sprintf("%d bytes", maxFrame)
+		if maxFrame%(1<<20) == 0 {
+			size = fmt.Sprintf("%d MiB", maxFrame>>20)
+		}
+		frames = append(frames, Frame{ID: k.current, Ev: evOversize,
+			Data: fmt.Sprintf("the kernel sent a %q message larger than %s; the server dropped it", frameEv(head), size)})
+	} else {
+		k.mode = linePass
+		if len(k.partial) > 0 {
+			frames = append(frames, Frame{ID: k.current, Ev: "stdout", Data: string(k.partial)})
+		}
+		frames = append(frames, Frame{ID: k.current, Ev: "stdout", Data: string(piece)})
+	}
+	k.dropPartial()
+	return frames
+}
+
+// appendPartial adds piece to the partial line, doubling its buffer when
+// it must grow (append grows large slices by a quarter: five times the
+// line's size in copies) up to maxFrame.
+func (k *Kernel) appendPartial(piece []byte) {
+	if n := len(k.partial) + len(piece); n > cap(k.partial) {
+		grown := make([]byte, len(k.partial), min(max(n, 2*cap(k.partial), 4<<10), max(n, maxFrame)))
+		copy(grown, k.partial)
+		k.partial = grown
+	}
+	k.partial = append(k.partial, piece...)
+}
+
+// dropPartial empties the partial line, returning a large buffer to the
+// heap.
+func (k *Kernel) dropPartial() {
+	if cap(k.partial) > 1<<20 {
+		k.partial = nil
+	} else {
+		k.partial = k.partial[:0]
+	}
+}
+
+// frameEv finds the "ev" of a frame from its first bytes ("" if it cannot).
+func frameEv(head []byte) string {
+	head = head[:min(len(head), 256)]
+	i := bytes.Index(head, []byte(`"ev"`))
+	if i < 0 {
+		return ""
+	}
+	rest := bytes.TrimLeft(head[i+4:], " :")
+	if len(rest) == 0 || rest[0] != '"' {
+		return ""
+	}
+	rest = rest[1:]
+	if j := bytes.IndexByte(rest, '"'); j >= 0 {
+		return string(rest[:j])
+	}
+	return ""
 }
 
 func (k *Kernel) dispatch(f Frame) {

@@ -5,11 +5,13 @@ package kernel
 // covered by the integration suite.
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -304,5 +306,229 @@ func TestNodeKernel(t *testing.T) {
 	info, err := k.Info(context.Background())
 	if err != nil || strings.Join(info.Variables, ",") != "path,x,y" || strings.Join(info.Modules, ",") != "child_process,path" {
 		t.Fatalf("info: %+v %v", info, err)
+	}
+}
+
+func startNode(t *testing.T) *Kernel {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node")
+	}
+	argv, _ := Argv("javascript", node)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	k, err := Start(ctx, "javascript", runner.Spec{Argv: argv}, localStart(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	return k
+}
+
+// memWatch measures the Go heap while a cell runs: the bytes allocated in
+// all and the peak growth of the live heap.
+type memWatch struct {
+	start runtime.MemStats
+	peak  uint64
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func watchMemory() *memWatch {
+	runtime.GC()
+	w := &memWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	runtime.ReadMemStats(&w.start)
+	go func() {
+		defer close(w.done)
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			if m.HeapAlloc > w.start.HeapAlloc && m.HeapAlloc-w.start.HeapAlloc > w.peak {
+				w.peak = m.HeapAlloc - w.start.HeapAlloc
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+// end returns the bytes allocated since the start and the peak growth.
+func (w *memWatch) end() (allocated, peak uint64) {
+	close(w.stop)
+	<-w.done
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.TotalAlloc - w.start.TotalAlloc, w.peak
+}
+
+// A huge trailing value is cut in the interpreter (not sent whole and
+// buffered by the server), says so, and costs the server little memory.
+func TestHugeREPLValueIsBoundedAtSource(t *testing.T) {
+	k, _ := startPython(t)
+	for _, max := range []int64{100 << 10, 0} {
+		w := watchMemory()
+		start := time.Now()
+		r := run(t, k, "'x' * 60_000_000", CellOptions{MaxOutput: max})
+		took := time.Since(start)
+		allocated, peak := w.end()
+		t.Logf("cap %d: %v, %d bytes shown, Go heap: %d MB allocated, peak +%d MB", max, took, len(r.stdout), allocated>>20, peak>>20)
+		bound := max
+		if bound == 0 {
+			bound = 1 << 20
+		}
+		if r.end.Type != runner.EventExit || r.end.ExitCode != 0 || int64(len(r.stdout)) > bound ||
+			!strings.HasPrefix(r.stdout, "'xxxx") || !strings.Contains(r.stdout, "truncated") || !strings.Contains(r.stdout, "60000002 bytes") ||
+			len(r.end.Truncated) != 1 || r.end.Truncated[0] != "stdout" {
+			t.Fatalf("cap %d: %+v, %d bytes: %.80q … %q", max, r.end, len(r.stdout), r.stdout, r.stdout[max64(0, len(r.stdout)-100):])
+		}
+		if took > 5*time.Second || allocated > 64<<20 || peak > 64<<20 {
+			t.Fatalf("cap %d: a huge value took %v and %d MB of allocations (peak +%d MB) in the server", max, took, allocated>>20, peak>>20)
+		}
+	}
+	if r := run(t, k, "len(_)", CellOptions{}); r.stdout != "60000000\n" {
+		t.Fatalf("the value itself is whole: %q %q", r.stdout, r.stderr)
+	}
+	// The same in Node (an object of many keys: util.inspect cuts strings
+	// and arrays, not objects).
+	n := startNode(t)
+	w := watchMemory()
+	start := time.Now()
+	r := run(t, n, "const o = {}; for (let i = 0; i < 1e6; i++) o['key' + i] = i; o", CellOptions{MaxOutput: 100 << 10})
+	took := time.Since(start)
+	allocated, peak := w.end()
+	t.Logf("node: %v, %d bytes shown, Go heap: %d MB allocated, peak +%d MB", took, len(r.stdout), allocated>>20, peak>>20)
+	if r.end.ExitCode != 0 || len(r.stdout) > 100<<10 || !strings.HasPrefix(r.stdout, "{") || !strings.Contains(r.stdout, "truncated") ||
+		len(r.end.Truncated) != 1 || took > 10*time.Second || allocated > 64<<20 || peak > 64<<20 {
+		t.Fatalf("node: %+v in %v (%d MB allocated, peak +%d MB), %d bytes: %q", r.end, took, allocated>>20, peak>>20, len(r.stdout), r.stdout[max64(0, len(r.stdout)-100):])
+	}
+}
+
+func max64(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// Output far beyond the cap is counted and dropped in the interpreter, so
+// it costs no more than the interpreter's own writes, and the server never
+// sees it.
+func TestOutputCapAppliedAtSource(t *testing.T) {
+	k, _ := startPython(t)
+	n := startNode(t)
+	for _, c := range []struct {
+		name, code, stream, char string
+		k                        *Kernel
+	}{
+		{"python print", "print('x' * 200_000_000)", "stdout", "x", k},
+		{"python fd 1", "import os\nfor _ in range(200): os.write(1, b'y' * 1_000_000)", "stdout", "y", k},
+		{"python stderr", "import sys\nfor _ in range(200): sys.stderr.write('z' * 1_000_000)", "stderr", "z", k},
+		{"node write", "process.stdout.write('x'.repeat(200e6)); 1", "stdout", "x", n},
+		{"node console.error", "for (let i = 0; i < 200; i++) console.error('e'.repeat(1e6))", "stderr", "e", n},
+	} {
+		w := watchMemory()
+		start := time.Now()
+		r := run(t, c.k, c.code, CellOptions{MaxOutput: 1000})
+		took := time.Since(start)
+		allocated, peak := w.end()
+		t.Logf("%s: 200 MB printed in %v, Go heap: %d MB allocated, peak +%d MB", c.name, took, allocated>>20, peak>>20)
+		got := r.stdout
+		if c.stream == "stderr" {
+			got = r.stderr
+		}
+		if r.end.ExitCode != 0 || got != strings.Repeat(c.char, 1000) || strings.Join(r.end.Truncated, ",") != c.stream {
+			t.Errorf("%s: %+v, %d bytes (%.200q; stderr %.200q)", c.name, r.end, len(got), got, r.stderr)
+		}
+		if took > 2*time.Second || allocated > 32<<20 {
+			t.Errorf("%s: 200 MB beyond the cap took %v and %d MB of allocations in the server", c.name, took, allocated>>20)
+		}
+	}
+	for _, k := range []*Kernel{k, n} {
+		if r := run(t, k, "print('after')", CellOptions{MaxOutput: 1000}); k == n {
+			// (node has no print: the cell fails, its stderr is short)
+			if len(r.end.Truncated) != 0 {
+				t.Errorf("node: the cap is per cell: %+v", r.end)
+			}
+		} else if r.stdout != "after\n" || len(r.end.Truncated) != 0 {
+			t.Errorf("the cap is per cell: %q %+v", r.stdout, r.end)
+		}
+	}
+	// A character is not split at the cap, nor between pieces.
+	for code, k := range map[string]*Kernel{"print('é' * 1000)": k, "console.log('é'.repeat(1000))": n} {
+		if r := run(t, k, code, CellOptions{MaxOutput: 101}); r.stdout != strings.Repeat("é", 50) || len(r.end.Truncated) != 1 {
+			t.Errorf("%s: a cut at the cap: %q %+v", code, r.stdout, r.end)
+		}
+	}
+	for code, k := range map[string]*Kernel{"print('é' * 300_000)": k, "console.log('é'.repeat(300000))": n} {
+		if r := run(t, k, code, CellOptions{MaxOutput: 1 << 20}); r.stdout != strings.Repeat("é", 300_000)+"\n" || len(r.end.Truncated) != 0 {
+			t.Errorf("%s: %d bytes, %d of them U+FFFD, %+v", code, len(r.stdout), strings.Count(r.stdout, "\uFFFD"), r.end)
+		}
+	}
+}
+
+// The server reads frames in linear time and holds no line longer than
+// the bound: a longer frame is an error for its cell, the kernel goes on.
+func TestFrameReaderIsLinearAndBounded(t *testing.T) {
+	k := &Kernel{Language: "python", waiters: map[uint64]func(Frame){}, ready: make(chan Frame, 1), dead: make(chan struct{})}
+	var mu sync.Mutex
+	var got []Frame
+	k.waiters[1] = func(f Frame) {
+		mu.Lock()
+		got = append(got, f)
+		mu.Unlock()
+	}
+	k.current = 1
+	huge := append([]byte(`{"id":1,"ev":"result","repr":"'`), bytes.Repeat([]byte("x"), 64<<20)...)
+	huge = append(huge, "'\"}\n{\"id\":1,\"ev\":\"stdout\",\"data\":\"after\\n\"}\n{\"id\":1,\"ev\":\"done\",\"ok\":true}\n"...)
+	w := watchMemory()
+	start := time.Now()
+	fed := make(chan struct{})
+	go func() {
+		defer close(fed)
+		for b := huge; len(b) > 0; {
+			n := min(len(b), 32<<10)
+			k.onEvent(runner.Event{Type: runner.EventStdout, Data: b[:n]})
+			b = b[n:]
+		}
+	}()
+	select {
+	case <-fed:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("64 MB of one frame not read in 5 s")
+	}
+	took := time.Since(start)
+	allocated, peak := w.end()
+	t.Logf("64 MB frame: %v, Go heap: %d MB allocated, peak +%d MB", took, allocated>>20, peak>>20)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 3 || got[0].Ev != "oversize" || !strings.Contains(got[0].Data, "result") || got[1].Data != "after\n" || got[2].Ev != "done" {
+		t.Fatalf("frames: %+v", got)
+	}
+	if allocated > 48<<20 || peak > 48<<20 {
+		t.Fatalf("reading one 64 MB frame allocated %d MB (peak +%d MB)", allocated>>20, peak>>20)
+	}
+
+	// Live, with a small bound: the frame is an error for its cell, the
+	// kernel goes on; a Node child's long line of plain output is passed on.
+	m := maxFrame
+	t.Cleanup(func() { maxFrame = m }) // after the kernels below are closed
+	maxFrame = 4096
+	py, _ := startPython(t)
+	r := run(t, py, "v = 'y' * 100_000\nprint('before')\nv", CellOptions{})
+	if r.end.ExitCode != 1 || r.stdout != "before\n" || !strings.Contains(r.stderr, `srt-mcp: the kernel sent a "result" message larger than 4096 bytes`) {
+		t.Fatalf("an oversize frame: %+v %q %q", r.end, r.stdout, r.stderr)
+	}
+	if r := run(t, py, "len(v)", CellOptions{}); r.stdout != "100000\n" || r.end.ExitCode != 0 {
+		t.Fatalf("after an oversize frame: %+v %q %q", r.end, r.stdout, r.stderr)
+	}
+	n := startNode(t)
+	r = run(t, n, "require('child_process').execSync(\"head -c 100000 /dev/zero | tr '\\\\0' z; echo; echo next\", {stdio: 'inherit'}); 1", CellOptions{})
+	if r.stdout != strings.Repeat("z", 100_000)+"\nnext\n1\n" || r.end.ExitCode != 0 {
+		t.Fatalf("a child's long line: %+v %d bytes %.100q %q", r.end, len(r.stdout), r.stdout, r.stderr)
 	}
 }

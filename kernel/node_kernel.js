@@ -1,7 +1,8 @@
 // srt-mcp's JavaScript kernel: one long-lived Node.js context per
 // workspace, driven over pipes (see kernel.go for the protocol). Frames go
 // out on stdout prefixed with \x1e; anything else on stdout (a child
-// process writing directly) is the current cell's output.
+// process writing directly) is the current cell's output. A cell's output
+// cap is applied here: past it, output is counted and dropped, never sent.
 'use strict';
 const vm = require('vm');
 const util = require('util');
@@ -9,21 +10,116 @@ const fs = require('fs');
 const readline = require('readline');
 
 const RS = '\x1e';
+const PIECE = 65536; // bytes of output per frame, at most
+const REPR_MAX = 1 << 20; // a REPL value and its newline are cut to this (or what the cap leaves)
+const EVALUE_MAX = 4096; // an error frame's message (the stack goes to stderr)
+
+// Node makes a piped stdout non-blocking: a large writeSync would stop
+// part way. Make it blocking, and finish partial writes all the same.
+try { process.stdout._handle.setBlocking(true); } catch (e) { /* not a pipe */ }
+const pause = new Int32Array(new SharedArrayBuffer(4));
+function writeAll(buf) {
+  for (let off = 0; off < buf.length;) {
+    try {
+      off += fs.writeSync(1, buf, off, buf.length - off);
+    } catch (e) {
+      if (e.code !== 'EAGAIN') throw e;
+      Atomics.wait(pause, 0, 0, 1);
+    }
+  }
+}
 function send(m) {
-  fs.writeSync(1, RS + JSON.stringify(m) + '\n');
+  writeAll(Buffer.from(RS + JSON.stringify(m) + '\n'));
 }
 
 let cell = 0;
 let execCount = 0;
+let cap = 0; // the request's output cap per stream (0: none)
+let sent = { stdout: 0, stderr: 0 };
+let noted = {}; // streams whose "truncated" frame was sent
 const loaded = new Set();
+
+function truncated(ev) {
+  if (!noted[ev]) {
+    noted[ev] = true;
+    send({ id: cell, ev: 'truncated', stream: ev });
+  }
+}
+
+// utf8Cut returns the longest start of buf of at most n bytes that ends on
+// a character boundary.
+function utf8Cut(buf, n) {
+  if (buf.length <= n) return buf;
+  while (n > 0 && (buf[n] & 0xc0) === 0x80) n--;
+  return buf.subarray(0, Math.max(n, 0));
+}
+
+// output sends chunk (a string or bytes) as the current request's output
+// on stream ev, in pieces, up to the cap; the rest is dropped.
+function output(ev, chunk, encoding) {
+  const left = cap > 0 ? cap - sent[ev] : Infinity;
+  if (left <= 0) return truncated(ev);
+  const enc = Buffer.isEncoding(encoding) ? encoding.toLowerCase() : 'utf8';
+  const utf8 = enc === 'utf8' || enc === 'utf-8';
+  if (typeof chunk === 'string' && utf8 && chunk.length * 3 <= Math.min(left, PIECE)) {
+    sent[ev] += Buffer.byteLength(chunk); // small: as it is
+    if (chunk) send({ id: cell, ev, data: chunk });
+    return;
+  }
+  let buf;
+  let full = false;
+  if (typeof chunk === 'string') {
+    if (utf8) {
+      // A string has at least as many UTF-8 bytes as UTF-16 units: no
+      // more than left of them are needed.
+      full = chunk.length > left;
+      buf = Buffer.from(full ? chunk.slice(0, left) : chunk);
+    } else {
+      buf = Buffer.from(chunk, enc);
+    }
+  } else if (ArrayBuffer.isView(chunk)) {
+    buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  } else {
+    buf = Buffer.from(String(chunk));
+  }
+  if (buf.length > left) full = true;
+  if (full) buf = utf8Cut(buf, left);
+  sent[ev] += buf.length;
+  for (let off = 0; off < buf.length;) {
+    let end = utf8Cut(buf.subarray(off), PIECE).length + off;
+    if (end === off) end = Math.min(off + PIECE, buf.length); // not UTF-8: cut anywhere
+    send({ id: cell, ev, data: buf.toString('utf8', off, end) });
+    off = end;
+  }
+  if (full) {
+    sent[ev] = Math.max(sent[ev], cap);
+    truncated(ev);
+  }
+}
+
 const out = (ev) => (chunk, enc, cb) => {
-  send({ id: cell, ev, data: typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8') });
+  output(ev, chunk, typeof enc === 'string' ? enc : undefined);
   if (typeof enc === 'function') enc();
   else if (typeof cb === 'function') cb();
   return true;
 };
 process.stdout.write = out('stdout');
 process.stderr.write = out('stderr');
+
+// shown cuts a value's text (with a note saying so) so that it and the
+// newline the server adds fit in REPR_MAX bytes and what the cap leaves.
+function shown(text) {
+  let limit = REPR_MAX - 1;
+  if (cap > 0) limit = Math.min(limit, cap - sent.stdout - 1);
+  if (text.length * 3 <= limit) return text;
+  const buf = Buffer.from(text);
+  if (buf.length <= limit) return text;
+  const note = `\u2026 (truncated, ${buf.length} bytes in all)`;
+  const keep = limit - Buffer.byteLength(note);
+  truncated('stdout');
+  if (keep < 0) return null; // not even the note fits in what the cap leaves
+  return utf8Cut(buf, keep).toString() + note;
+}
 
 const realRequire = require; // in node -e, require is a global: keep the real one
 function userRequire(name) {
@@ -55,13 +151,17 @@ async function runCell(id, code) {
     let value = new vm.Script(code, { filename: `<cell ${execCount}>` }).runInThisContext({ breakOnSigint: true });
     if (value && typeof value.then === 'function') value = await value;
     if (value !== undefined) {
-      send({ id, ev: 'result', repr: util.inspect(value, { depth: 4, breakLength: 100 }) });
+      const repr = shown(util.inspect(value, { depth: 4, breakLength: 100 }));
+      if (repr !== null) {
+        sent.stdout += Buffer.byteLength(repr) + 1;
+        send({ id, ev: 'result', repr });
+      }
     }
   } catch (e) {
     ok = false;
     const text = (e && e.stack) ? String(e.stack) : String(e);
-    send({ id, ev: 'stderr', data: text.replace(/\n\s+at [^\n]*node:vm[^\n]*[\s\S]*$/, '') + '\n' });
-    send({ id, ev: 'error', ename: (e && e.name) || 'Error', evalue: (e && e.message) || String(e) });
+    output('stderr', text.replace(/\n\s+at [^\n]*node:vm[^\n]*[\s\S]*$/, '') + '\n');
+    send({ id, ev: 'error', ename: (e && e.name) || 'Error', evalue: String((e && e.message) || e).slice(0, EVALUE_MAX) });
   }
   send({ id, ev: 'done', ok, exec_count: execCount });
 }
@@ -80,10 +180,10 @@ function info(id) {
 
 process.on('SIGINT', () => {}); // between cells an interrupt is nothing to stop
 process.on('uncaughtException', (e) => {
-  send({ id: cell, ev: 'stderr', data: 'Uncaught ' + ((e && e.stack) || String(e)) + '\n' });
+  output('stderr', 'Uncaught ' + ((e && e.stack) || String(e)) + '\n');
 });
 process.on('unhandledRejection', (e) => {
-  send({ id: cell, ev: 'stderr', data: 'Unhandled rejection: ' + ((e && e.stack) || String(e)) + '\n' });
+  output('stderr', 'Unhandled rejection: ' + ((e && e.stack) || String(e)) + '\n');
 });
 
 const queue = [];
@@ -94,6 +194,9 @@ async function pump() {
   while (queue.length) {
     const req = queue.shift();
     cell = req.id || 0;
+    cap = req.op === 'exec' ? Math.max(Number(req.max_output) || 0, 0) : 0;
+    sent = { stdout: 0, stderr: 0 };
+    noted = {};
     if (req.op === 'exec') await runCell(cell, String(req.code || ''));
     else if (req.op === 'info') info(cell);
     else if (req.op === 'preload') {

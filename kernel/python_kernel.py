@@ -3,8 +3,10 @@
 # between cells, captures everything written to fds 1 and 2 (print, C
 # extensions, subprocesses), returns the value of a trailing expression like
 # a REPL, reports exceptions as tracebacks, and saves open matplotlib
-# figures as PNG files in the working directory.
+# figures as PNG files in the working directory. A cell's output cap is
+# applied here: past it, output is counted and dropped, never sent.
 import ast
+import codecs
 import importlib
 import json
 import linecache
@@ -18,6 +20,8 @@ KERNEL_FILE = sys._getframe().f_code.co_filename
 PROTO = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8", errors="replace")
 _proto_lock = threading.Lock()
 SYNC = b"\x00srt-mcp-sync\x00"
+REPR_MAX = 1 << 20  # a REPL value's repr is cut to this many bytes (or what the cap leaves)
+EVALUE_MAX = 4096  # an error frame's message (the whole traceback goes to stderr)
 
 
 def send(msg):
@@ -27,9 +31,21 @@ def send(msg):
         PROTO.flush()
 
 
+def utf8_cut(data, n):
+    """The longest start of data of at most n bytes that ends on a
+    character boundary."""
+    if n <= 0:
+        return b""
+    if len(data) <= n:
+        return data
+    while n > 0 and (data[n] & 0xC0) == 0x80:
+        n -= 1
+    return data[:n]
+
+
 class Capture:
     """Redirects one fd to a pipe whose reader thread forwards its bytes as
-    frames of the current cell."""
+    frames of the current cell, up to the cell's cap."""
 
     def __init__(self, fd, name):
         self.fd, self.name = fd, name
@@ -37,9 +53,18 @@ class Capture:
         os.dup2(w, fd)
         os.close(w)
         self.r = r
-        self.cell = 0
+        self.lock = threading.Lock()
+        self.begin(0, 0)
         self.synced = threading.Event()
         threading.Thread(target=self.pump, daemon=True).start()
+
+    def begin(self, cell, cap):
+        """Starts a request: its output is sent up to cap bytes (0: all)."""
+        with self.lock:
+            self.cell, self.cap = cell, cap
+            self.sent = 0  # bytes of output sent (or taken by the REPL value)
+            self.noted = False  # a "truncated" frame was sent
+            self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
     def pump(self):
         pending = b""
@@ -55,7 +80,7 @@ class Capture:
                 i = pending.find(SYNC)
                 if i < 0:
                     break
-                self.emit(pending[:i])
+                self.emit(pending[:i], final=True)
                 pending = pending[i + len(SYNC):]
                 self.synced.set()
             # Keep a tail that could be the start of a marker.
@@ -68,9 +93,34 @@ class Capture:
                 self.emit(pending[: len(pending) - keep])
                 pending = pending[len(pending) - keep:]
 
-    def emit(self, data):
-        if data:
-            send({"id": self.cell, "ev": self.name, "data": data.decode("utf-8", "replace")})
+    def emit(self, data, final=False):
+        with self.lock:
+            cut = self.cap > 0 and len(data) > self.cap - self.sent
+            if cut:
+                data = utf8_cut(data, self.cap - self.sent)
+            self.sent += len(data)
+            text = self.decoder.decode(data, final)
+            if cut:
+                self.decoder.reset()  # a character the cut split is dropped
+                self.sent = max(self.sent, self.cap)
+            if text:
+                send({"id": self.cell, "ev": self.name, "data": text})
+            if cut and not self.noted:
+                self.noted = True
+                send({"id": self.cell, "ev": "truncated", "stream": self.name})
+
+    def left(self):
+        """How many more bytes the request may send (None: no cap)."""
+        with self.lock:
+            return None if self.cap <= 0 else max(self.cap - self.sent, 0)
+
+    def account(self, n, truncated):
+        """Counts n bytes sent outside the pipe (the REPL value)."""
+        with self.lock:
+            self.sent += n
+            if truncated and not self.noted:
+                self.noted = True
+                send({"id": self.cell, "ev": "truncated", "stream": self.name})
 
     def sync(self):
         self.synced.clear()
@@ -107,6 +157,31 @@ def save_figures(cell):
     plt.close("all")
 
 
+def send_result(cell, value):
+    """Sends a value's repr, cut (with a note saying so) so that it and the
+    newline the server adds fit in REPR_MAX bytes and what is left of the
+    cell's stdout cap."""
+    text = repr(value)
+    limit = REPR_MAX - 1
+    left = OUT.left()
+    if left is not None:
+        limit = min(limit, left - 1)
+    if len(text) * 4 > limit:  # else it fits whatever its characters
+        raw = text.encode("utf-8", "replace")
+        if len(raw) > limit:
+            note = "\u2026 (truncated, %d bytes in all)" % len(raw)
+            keep = limit - len(note.encode("utf-8"))
+            if keep < 0:  # not even the note fits in what the cap leaves
+                OUT.account(0, True)
+                return
+            text = utf8_cut(raw, keep).decode("utf-8", "replace") + note
+            OUT.account(len(text.encode("utf-8", "replace")) + 1, True)
+            send({"id": cell, "ev": "result", "repr": text})
+            return
+    OUT.account(len(text.encode("utf-8", "replace")) + 1, False)
+    send({"id": cell, "ev": "result", "repr": text})
+
+
 def run_cell(cell, code):
     global exec_count
     exec_count += 1
@@ -129,7 +204,7 @@ def run_cell(cell, code):
                 sys.stderr.flush()
                 OUT.sync()
                 ERR.sync()
-                send({"id": cell, "ev": "result", "repr": repr(value)})
+                send_result(cell, value)
     except BaseException as e:  # KeyboardInterrupt and SystemExit included: the kernel stays
         ok = False
         tb = e.__traceback__
@@ -138,7 +213,11 @@ def run_cell(cell, code):
             tb = tb.tb_next
         text = "".join(traceback.format_exception(type(e), e, tb))
         sys.stderr.write(text)
-        send({"id": cell, "ev": "error", "ename": type(e).__name__, "evalue": str(e)})
+        try:
+            evalue = str(e)[:EVALUE_MAX]
+        except BaseException:
+            evalue = ""
+        send({"id": cell, "ev": "error", "ename": type(e).__name__, "evalue": evalue})
     try:
         save_figures(cell)
     except BaseException:
@@ -180,7 +259,14 @@ def main():
         except ValueError:
             continue
         cell = req.get("id", 0)
-        OUT.cell = ERR.cell = cell
+        cap = 0
+        if req.get("op") == "exec":
+            try:
+                cap = max(int(req.get("max_output") or 0), 0)
+            except (TypeError, ValueError):
+                cap = 0
+        OUT.begin(cell, cap)
+        ERR.begin(cell, cap)
         try:
             if req.get("op") == "exec":
                 run_cell(cell, req.get("code", ""))
