@@ -93,10 +93,15 @@ func (p *Process) readEvents(r *os.File) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 256<<10), 64<<20)
 	var last uint64
+	bad := "" // why the event stream cannot be trusted
 	for sc.Scan() {
 		var e Event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			continue
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Type == "" {
+			if err == nil {
+				err = errors.New("no event type")
+			}
+			bad = fmt.Sprintf("the runner sent a malformed event line (%v): %.120q", err, sc.Bytes())
+			break
 		}
 		last = e.Seq
 		if e.Terminal() {
@@ -109,11 +114,22 @@ func (p *Process) readEvents(r *os.File) {
 			break
 		}
 	}
+	if bad == "" && sc.Err() != nil {
+		bad = "reading the runner's events: " + sc.Err().Error()
+	}
+	if bad != "" {
+		// The stream is broken: the runner (and with it its sandbox) is
+		// stopped rather than trusted, and left blocked on a full pipe.
+		_ = p.cmd.Process.Kill()
+	}
 	_ = p.cmd.Wait()
 	p.mu.Lock()
 	if p.term == nil {
-		e := Event{Seq: last + 1, Type: EventError, TS: nowTS(), ErrCode: ErrCodeRunnerCrashed,
-			Message: "the runner process ended without reporting how the execution ended (" + p.cmd.ProcessState.String() + ")"}
+		msg := "the runner process ended without reporting how the execution ended (" + p.cmd.ProcessState.String() + ")"
+		if bad != "" {
+			msg = bad + "; the runner was stopped"
+		}
+		e := Event{Seq: last + 1, Type: EventError, TS: nowTS(), ErrCode: ErrCodeRunnerCrashed, Message: msg}
 		p.term = &e
 		p.mu.Unlock()
 		p.sink(e)

@@ -2,8 +2,11 @@ package runner
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestEventJSON(t *testing.T) {
@@ -48,5 +51,35 @@ func TestEventJSON(t *testing.T) {
 	}
 	if !(&Event{Type: EventTimeout}).Terminal() || (&Event{Type: EventStdout}).Terminal() {
 		t.Fatal("Terminal")
+	}
+}
+
+// A malformed line on the runner's event stream is reported, not skipped:
+// the execution ends with an error naming it, and the runner is stopped.
+func TestEventJSONMalformedLineFromRunner(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "fake-runner")
+	script := "#!/bin/sh\necho '{\"seq\":1,\"type\":\"ready\",\"ts\":1}' >&4\necho 'this is not an event' >&4\nexec sleep 60 >&4\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan Event, 8)
+	p, err := StartProcessWith(fake, Spec{Argv: []string{"/bin/true"}}, func(e Event) { events <- e })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Event
+	timeout := time.After(10 * time.Second)
+	for len(got) < 2 {
+		select {
+		case e := <-events:
+			got = append(got, e)
+		case <-timeout:
+			t.Fatalf("no end within 10 s (the runner was not stopped): %+v", got)
+		}
+	}
+	<-p.Done()
+	if got[0].Type != EventReady || got[1].Type != EventError || got[1].ErrCode != ErrCodeRunnerCrashed ||
+		!strings.Contains(got[1].Message, "malformed") || !strings.Contains(got[1].Message, "this is not an event") {
+		t.Fatalf("events: %+v", got)
 	}
 }
