@@ -140,7 +140,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if cfg.FileSize <= 0 {
 		cfg.FileSize = 1 << 30
 	}
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		return nil, &runner.Error{Code: ErrCodeUnavailable, Message: "Docker client: " + err.Error()}
 	}
@@ -240,10 +240,14 @@ func stageBinary(stateDir, src string) (string, error) {
 		os.Remove(tmp.Name())
 		return "", err
 	}
-	if err := tmp.Chmod(0o755); err == nil {
-		err = tmp.Close()
+	err = tmp.Chmod(0o755)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
+	if err == nil {
+		err = os.Rename(tmp.Name(), dst)
+	}
+	if err != nil {
 		os.Remove(tmp.Name())
 		return "", err
 	}
@@ -259,6 +263,33 @@ func stageBinary(stateDir, src string) (string, error) {
 
 // Name implements executions.Backend.
 func (b *Backend) Name() string { return "docker" }
+
+// Languages are what the image runs.
+var Languages = map[string]bool{"python": true, "bash": true}
+
+// Runs implements executions.Backend: the image.
+func (b *Backend) Runs() string { return "docker image " + b.cfg.Image }
+
+// Supports implements executions.Backend.
+func (b *Backend) Supports(language string) (bool, string) {
+	if Languages[language] {
+		return true, ""
+	}
+	return false, "the Docker backend's image has Python and bash only; use --backend native for " + language
+}
+
+// Ready implements executions.Backend: the engine answers and still has
+// the image this server checked at start-up.
+func (b *Backend) Ready(ctx context.Context) (string, error) {
+	v, err := b.cli.ServerVersion(ctx, client.ServerVersionOptions{})
+	if err != nil {
+		return "", fmt.Errorf("the Docker engine does not answer: %v", err)
+	}
+	if err := CheckImage(ctx, b.cli, b.cfg.Image); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("engine %s, image %s", v.Version, b.cfg.Image), nil
+}
 
 // Close implements executions.Backend.
 func (b *Backend) Close() error {
@@ -451,9 +482,9 @@ func (b *Backend) Destroy(bx sessions.Box) error {
 	return nil
 }
 
-// Release removes a session's container but keeps the session: its next
-// run starts a new one (the LibreChat API's stored sessions hold no
-// container between calls).
+// Release implements executions.Backend: it removes a session's
+// container but keeps the session; its next run starts a new one (the
+// LibreChat API's stored sessions hold no container between calls).
 func (b *Backend) Release(bx sessions.Box) {
 	b.mu.Lock()
 	c, ok := b.containers[bx.Workspace]

@@ -55,11 +55,19 @@ func (b *Backend) Start(bx sessions.Box, spec runner.Spec, sink func(runner.Even
 	}
 	h, err := b.start(bx, spec, sink)
 	var re *runner.Error
-	if errors.As(err, &re) && re.Code == ErrCodeContainerDied && re != errClosed {
+	if (errors.As(err, &re) && re.Code == ErrCodeContainerDied && re != errClosed) || errors.Is(err, errStageGone) {
 		h, err = b.start(bx, spec, sink)
+	}
+	if errors.Is(err, errStageGone) {
+		err = &runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "setting up the run: " + err.Error()}
 	}
 	return h, err
 }
+
+// errStageGone: the exec stage vanished before the server adopted it.
+// Nothing of the command ran (the stage waits for its cgroup), so the run
+// is tried once more.
+var errStageGone = errors.New("the exec stage was gone before the run was set up")
 
 func (b *Backend) start(bx sessions.Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
 	ctx := context.Background()
@@ -75,10 +83,6 @@ func (b *Backend) start(bx sessions.Box, spec runner.Spec, sink func(runner.Even
 			return &runner.Error{Code: ErrCodeContainerDied, Message: "the session's container is gone (killed or removed); the next call starts a new one"}
 		}
 		return err
-	}
-	runID := spec.ID
-	if runID == "" {
-		runID = uuid.NewString()
 	}
 	nb := make([]byte, 8)
 	_, _ = rand.Read(nb)
@@ -192,6 +196,14 @@ func (b *Backend) start(bx sessions.Box, spec runner.Spec, sink func(runner.Even
 		att.Close()
 		closeEgress()
 		release()
+		if errors.Is(err, syscall.ESRCH) && !b.dead(c.id) {
+			if r, ierr := b.cli.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{}); ierr == nil {
+				err = fmt.Errorf("%w (exit status %d): %v", errStageGone, r.ExitCode, err)
+			} else {
+				err = fmt.Errorf("%w: %v", errStageGone, err)
+			}
+			return nil, err
+		}
 		return nil, failed(&runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "setting up the run: " + err.Error()})
 	}
 	if report != nil {

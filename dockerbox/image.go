@@ -75,7 +75,7 @@ func BuildImage(ctx context.Context, o BuildOptions) error {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,10 @@
-package mcpserver
+// Package downloads owns srt-mcp's signed download links: the URLs every
+// door hands out for a session's files (seed 003 §9's HMAC over
+// "session/filename" with an expiry inside the MAC), the secret they are
+// signed with, and the GET /files/{session_id}/{filename} route that
+// serves them. The signed URL is the credential: the route needs no
+// other authentication, and never follows a link in the workspace.
+package downloads
 
 import (
 	"crypto/hmac"
@@ -20,24 +26,24 @@ import (
 	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
-// FileSigner makes and checks download URLs: seed 003 §9's HMAC-SHA256
+// Signer makes and checks download URLs: seed 003 §9's HMAC-SHA256
 // over "session/filename", with an expiry inside the MAC:
 //
 //	/files/{session_id}/{filename}?exp={unix seconds}&sig=hex(HMAC(secret, session_id + "/" + filename + "\n" + exp))
-type FileSigner struct {
+type Signer struct {
 	Secret  []byte
 	BaseURL string        // PUBLIC_BASE_URL, or the listener's own URL
 	TTL     time.Duration // how long a URL stays valid (default 24h)
 }
 
-func (f *FileSigner) mac(sessionID, filename, exp string) string {
+func (f *Signer) mac(sessionID, filename, exp string) string {
 	m := hmac.New(sha256.New, f.Secret)
 	m.Write([]byte(sessionID + "/" + filename + "\n" + exp))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
 // URL returns a signed, expiring download URL.
-func (f *FileSigner) URL(sessionID, filename string) string {
+func (f *Signer) URL(sessionID, filename string) string {
 	ttl := f.TTL
 	if ttl <= 0 {
 		ttl = 24 * time.Hour
@@ -52,7 +58,7 @@ func (f *FileSigner) URL(sessionID, filename string) string {
 }
 
 // Verify checks a signature (constant time) and the expiry.
-func (f *FileSigner) Verify(sessionID, filename, exp, sig string) error {
+func (f *Signer) Verify(sessionID, filename, exp, sig string) error {
 	n, err := strconv.ParseInt(exp, 10, 64)
 	if err != nil {
 		return errors.New("missing or malformed exp")
@@ -103,42 +109,45 @@ func LoadOrCreateSecret(configured, stateDir string) ([]byte, error) {
 	return secret, nil
 }
 
-// serveFile is GET /files/{session_id}/{filename...}.
-func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
-	if s.data == nil || s.data.Files == nil {
-		http.NotFound(w, r)
-		return
-	}
-	rest := strings.TrimPrefix(r.URL.Path, "/files/")
-	sessionID, filename, ok := strings.Cut(rest, "/")
-	if !ok || sessionID == "" || filename == "" {
-		http.NotFound(w, r)
-		return
-	}
-	q := r.URL.Query()
-	if err := s.data.Files.Verify(sessionID, filename, q.Get("exp"), q.Get("sig")); err != nil {
-		http.Error(w, "forbidden: "+err.Error(), http.StatusForbidden)
-		return
-	}
-	ss, err := s.data.Sessions.Get(sessionID)
-	if err != nil {
-		http.Error(w, "no such session", http.StatusNotFound)
-		return
-	}
-	rel, err := sessions.CleanName(filename)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	f, info, err := ss.Open(rel)
-	if err != nil {
-		http.Error(w, "no such file", http.StatusNotFound)
-		return
-	}
-	defer f.Close()
-	w.Header().Set("Content-Type", info.MIME)
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(rel)}))
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Cache-Control", "private, no-store")
-	http.ServeContent(w, r, "", info.ModTime, f)
+// Handler serves GET /files/{session_id}/{filename...} from reg's
+// sessions, for URLs signed by f (nil: every request is 404).
+func Handler(f *Signer, reg *sessions.Registry) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f == nil || reg == nil {
+			http.NotFound(w, r)
+			return
+		}
+		rest := strings.TrimPrefix(r.URL.Path, "/files/")
+		sessionID, filename, ok := strings.Cut(rest, "/")
+		if !ok || sessionID == "" || filename == "" {
+			http.NotFound(w, r)
+			return
+		}
+		q := r.URL.Query()
+		if err := f.Verify(sessionID, filename, q.Get("exp"), q.Get("sig")); err != nil {
+			http.Error(w, "forbidden: "+err.Error(), http.StatusForbidden)
+			return
+		}
+		ss, err := reg.Get(sessionID)
+		if err != nil {
+			http.Error(w, "no such session", http.StatusNotFound)
+			return
+		}
+		rel, err := sessions.CleanName(filename)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		fh, info, err := ss.Open(rel)
+		if err != nil {
+			http.Error(w, "no such file", http.StatusNotFound)
+			return
+		}
+		defer fh.Close()
+		w.Header().Set("Content-Type", info.MIME)
+		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(rel)}))
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "private, no-store")
+		http.ServeContent(w, r, "", info.ModTime, fh)
+	})
 }

@@ -13,6 +13,15 @@ import (
 type Backend interface {
 	// Name is "native" or "docker".
 	Name() string
+	// Runs names what runs the code, for listings ("bubblewrap", or the
+	// Docker image).
+	Runs() string
+	// Supports says whether the backend runs language, and if not, why
+	// (a sentence naming the fix).
+	Supports(language string) (ok bool, why string)
+	// Ready checks that the backend can start sandboxes now (the engine
+	// answers, the image is there) and describes what it checked.
+	Ready(ctx context.Context) (string, error)
 	// Start runs spec in the session's sandbox, creating the sandbox on
 	// first use, and streams events to sink like runner.StartProcess:
 	// ready, stdout, stderr, then exactly one of exit, timeout, cancelled
@@ -22,6 +31,9 @@ type Backend interface {
 	// including one whose creation is under way; the box's workspace names
 	// the session's incarnation (a session id can be opened again).
 	Destroy(b sessions.Box) error
+	// Release frees what the session's sandbox holds between runs (a
+	// container) but keeps the session; its next run starts a new one.
+	Release(b sessions.Box)
 	// Cleanup removes sandboxes that no live server owns and returns how
 	// many it removed.
 	Cleanup(ctx context.Context) (int, error)
@@ -60,6 +72,19 @@ func (n *Native) Start(b sessions.Box, spec runner.Spec, sink func(runner.Event)
 	}
 	return runner.StartProcess(spec, sink)
 }
+
+// Runs implements Backend.
+func (n *Native) Runs() string { return "bubblewrap" }
+
+// Supports implements Backend: every language of the registry.
+func (n *Native) Supports(string) (bool, string) { return true, "" }
+
+// Ready implements Backend: the native sandbox is probed by the server
+// itself (a real run).
+func (n *Native) Ready(context.Context) (string, error) { return "", nil }
+
+// Release implements Backend: nothing is held between runs.
+func (n *Native) Release(sessions.Box) {}
 
 // Destroy implements Backend: a native run leaves no sandbox behind.
 func (n *Native) Destroy(sessions.Box) error { return nil }

@@ -106,11 +106,14 @@ type Manager struct {
 	execs   map[string]*Execution
 	running map[string]int // owner -> running count
 	total   int
-	bytes   int64             // output held by all executions
-	expired map[string]string // freed id -> owner
-	expOrd  []string
-	stop    chan struct{}
-	once    sync.Once
+	// sandboxes counts the running executions that started a sandbox
+	// (MaxConcurrent bounds them; cells run in a kernel already started).
+	sandboxes int
+	bytes     int64             // output held by all executions
+	expired   map[string]string // freed id -> owner
+	expOrd    []string
+	stop      chan struct{}
+	once      sync.Once
 }
 
 // NewManager returns a Manager and starts its retention sweeper.
@@ -156,8 +159,10 @@ type Execution struct {
 	handle    runner.Handle
 	end       *runner.Event
 	endedAt   time.Time
-	stdinUsed bool
-	bytes     int64 // what its events hold, for the budget
+	bytes     int64  // what its events hold, for the budget
+	seq       uint64 // the last event's number
+	sandbox   bool   // counted against MaxConcurrent
+	forgotten bool   // its owner is gone: freed when it ends
 }
 
 // Start launches spec for owner. It refuses, never queues, when a limit is
@@ -171,8 +176,20 @@ func (m *Manager) Starter() Starter { return m.cfg.Start }
 
 // StartWith is Start with another launcher (a data session's backend).
 func (m *Manager) StartWith(owner, label string, spec runner.Spec, start Starter) (*Execution, error) {
+	return m.start(owner, label, spec, start, true)
+}
+
+// StartCell starts a cell of an interpreter that already runs (a
+// session's kernel): it counts against the owner's limit but not against
+// MaxConcurrent, which bounds the sandboxes started at once (the kernels
+// themselves are bounded by the session cap).
+func (m *Manager) StartCell(owner, label string, start Starter) (*Execution, error) {
+	return m.start(owner, label, runner.Spec{}, start, false)
+}
+
+func (m *Manager) start(owner, label string, spec runner.Spec, start Starter, global bool) (*Execution, error) {
 	m.mu.Lock()
-	if m.total >= m.cfg.MaxConcurrent {
+	if global && m.sandboxes >= m.cfg.MaxConcurrent {
 		m.mu.Unlock()
 		return nil, &LimitError{Scope: "global", Limit: m.cfg.MaxConcurrent}
 	}
@@ -181,9 +198,12 @@ func (m *Manager) StartWith(owner, label string, spec runner.Spec, start Starter
 		return nil, &LimitError{Scope: "session", Limit: m.cfg.MaxPerOwner}
 	}
 	e := &Execution{ID: uuid.NewString(), Owner: owner, Label: label, Created: time.Now(), m: m,
-		state: StateCreated, changed: make(chan struct{})}
+		state: StateCreated, changed: make(chan struct{}), sandbox: global}
 	m.execs[e.ID] = e
 	m.total++
+	if global {
+		m.sandboxes++
+	}
 	m.running[owner]++
 	m.mu.Unlock()
 
@@ -207,6 +227,10 @@ func (m *Manager) StartWith(owner, label string, spec runner.Spec, start Starter
 // onEvent appends one runner event; the terminal one settles the state.
 func (e *Execution) onEvent(ev runner.Event) {
 	e.mu.Lock()
+	// The execution numbers its events itself: the server adds events of
+	// its own (file changes) between the runner's.
+	e.seq++
+	ev.Seq = e.seq
 	var size int64
 	if len(e.events) < e.m.cfg.MaxEvents || ev.Terminal() {
 		e.events = append(e.events, ev)
@@ -237,11 +261,40 @@ func (e *Execution) onEvent(ev runner.Event) {
 	}
 	close(e.changed)
 	e.changed = make(chan struct{})
+	forgotten := e.forgotten
 	e.mu.Unlock()
 	if released {
-		e.m.release(e.Owner)
+		e.m.release(e)
+		if forgotten { // its owner is gone: nobody can read it
+			e.m.mu.Lock()
+			if e.m.execs[e.ID] == e {
+				e.m.freeLocked(e)
+			}
+			e.m.mu.Unlock()
+			return
+		}
 	}
 	e.m.account(size)
+}
+
+// ForgetOwner frees owner's finished executions now and the running ones
+// when they end (the owner's MCP session ended: no one else may read
+// them), so that a server's memory follows its live callers.
+func (m *Manager) ForgetOwner(owner string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range m.execs {
+		if e.Owner != owner {
+			continue
+		}
+		e.mu.Lock()
+		done := e.state.Done()
+		e.forgotten = true
+		e.mu.Unlock()
+		if done {
+			m.freeLocked(e)
+		}
+	}
 }
 
 // account adds an execution's new output to the server's total and, past
@@ -302,12 +355,15 @@ func (e *Execution) move(to State) {
 	e.state = to
 }
 
-func (m *Manager) release(owner string) {
+func (m *Manager) release(e *Execution) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.total--
-	if m.running[owner]--; m.running[owner] <= 0 {
-		delete(m.running, owner)
+	if e.sandbox {
+		m.sandboxes--
+	}
+	if m.running[e.Owner]--; m.running[e.Owner] <= 0 {
+		delete(m.running, e.Owner)
 	}
 }
 

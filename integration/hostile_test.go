@@ -577,7 +577,7 @@ print("planted")
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		ents, _ := os.ReadDir(filepath.Join(d.state, "workspaces"))
+		ents := workspaceDirs(d.state)
 		if len(ents) == 0 {
 			break
 		}
@@ -586,4 +586,17 @@ print("planted")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// workspaceDirs lists the workspaces of a state directory (not the
+// servers' shared cache template).
+func workspaceDirs(state string) []string {
+	ents, _ := os.ReadDir(filepath.Join(state, "workspaces"))
+	var out []string
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), ".cache-template") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }

@@ -2,6 +2,8 @@ package kernel
 
 import (
 	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -41,6 +43,7 @@ type Cell struct {
 	done      chan struct{}
 	timer     *time.Timer
 	killed    bool
+	exit      int  // a SystemExit's status (-1: none)
 	Restarted bool // the kernel was killed to end the cell: its state is lost
 }
 
@@ -55,7 +58,7 @@ func RunCell(k *Kernel, code string, opt CellOptions, sink func(runner.Event)) (
 		opt.Grace = 3 * time.Second
 	}
 	c := &Cell{k: k, sink: sink, opt: opt, start: time.Now(), done: make(chan struct{}),
-		sent: map[string]int64{}, trunc: map[string]bool{}}
+		sent: map[string]int64{}, trunc: map[string]bool{}, exit: -1}
 	c.emit(runner.Event{Type: runner.EventReady})
 	if _, err := k.Request("exec", map[string]any{"code": code, "max_output": max(opt.MaxOutput, 0)}, c.onFrame); err != nil {
 		k.Unlock()
@@ -150,6 +153,11 @@ func (c *Cell) onFrame(f Frame) {
 	case "error":
 		c.mu.Lock()
 		c.failed = true
+		if f.Ename == "SystemExit" {
+			// sys.exit(n) in a cell ends the cell (the kernel stays) with
+			// n as its exit status, as it would end a script.
+			c.exit = systemExitCode(f.Evalue)
+		}
 		c.mu.Unlock()
 	case "done", "dead":
 		c.finish(f.Ev == "dead")
@@ -158,7 +166,7 @@ func (c *Cell) onFrame(f Frame) {
 
 func (c *Cell) finish(dead bool) {
 	c.mu.Lock()
-	reason, failed, killed := c.reason, c.failed, c.killed
+	reason, failed, killed, exit := c.reason, c.failed, c.killed, c.exit
 	if dead && killed {
 		c.Restarted = true
 	}
@@ -172,8 +180,9 @@ func (c *Cell) finish(dead bool) {
 			ev.Message = "the kernel did not stop on interrupt and was restarted: its variables and imports are gone"
 		}
 	case reason == runner.EventCancelled:
-		ev.Type = runner.EventCancelled
+		ev.Type, ev.Signal = runner.EventCancelled, "SIGINT" // the cell was interrupted
 		if dead {
+			ev.Signal = "SIGKILL"
 			ev.Message = "the kernel was restarted to cancel the cell: its variables and imports are gone"
 		}
 	case dead:
@@ -183,6 +192,9 @@ func (c *Cell) finish(dead bool) {
 		ev.Type, ev.ExitCode = runner.EventExit, 0
 		if failed {
 			ev.ExitCode = 1
+		}
+		if exit >= 0 {
+			ev.ExitCode = exit
 		}
 	}
 	c.emit(ev)
@@ -253,3 +265,16 @@ func (c *Cell) Wait() runner.Event {
 
 // Done implements runner.Handle.
 func (c *Cell) Done() <-chan struct{} { return c.done }
+
+// systemExitCode is the exit status Python gives SystemExit(arg): None is
+// 0, an integer is itself (mod 256, as the OS sees it), anything else 1.
+func systemExitCode(evalue string) int {
+	v := strings.TrimSpace(evalue)
+	if v == "" || v == "None" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		return n & 0xff
+	}
+	return 1
+}

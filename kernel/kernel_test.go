@@ -173,9 +173,19 @@ func TestExceptionIsExitOneWithTraceback(t *testing.T) {
 	if r := run(t, k, "print(a)", CellOptions{}); r.stdout != "1\n" {
 		t.Fatalf("state after an exception: %q", r.stdout)
 	}
-	r = run(t, k, "raise SystemExit(3)", CellOptions{})
-	if r.end.ExitCode != 1 || !k.Alive() {
-		t.Fatalf("SystemExit must not end the kernel: %+v alive=%v", r.end, k.Alive())
+	// sys.exit ends the cell as it ends a script (its status, a message
+	// argument printed, no traceback); the kernel stays.
+	for code, want := range map[string]struct {
+		exit   int
+		stderr string
+	}{"raise SystemExit(3)": {3, ""}, "import sys; sys.exit()": {0, ""}, "import sys; sys.exit('bye')": {1, "bye\n"}} {
+		r = run(t, k, code, CellOptions{})
+		if r.end.ExitCode != want.exit || r.stderr != want.stderr || !k.Alive() {
+			t.Fatalf("%s: %+v stderr %q alive=%v", code, r.end, r.stderr, k.Alive())
+		}
+	}
+	if r := run(t, k, "print(a)", CellOptions{}); r.stdout != "1\n" {
+		t.Fatalf("state after sys.exit: %q", r.stdout)
 	}
 }
 

@@ -211,12 +211,19 @@ def run_cell(cell, code):
         # Drop the kernel's own frames.
         while tb is not None and tb.tb_frame.f_code.co_filename == KERNEL_FILE:
             tb = tb.tb_next
-        text = "".join(traceback.format_exception(type(e), e, tb))
-        sys.stderr.write(text)
-        try:
-            evalue = str(e)[:EVALUE_MAX]
-        except BaseException:
-            evalue = ""
+        if isinstance(e, SystemExit):
+            # sys.exit() ends the cell as it would end a script: no
+            # traceback, a message argument printed, its status reported.
+            if e.code is not None and not isinstance(e.code, int):
+                sys.stderr.write(str(e.code) + "\n")
+            evalue = "" if e.code is None else (str(e.code) if isinstance(e.code, int) else "1")
+        else:
+            text = "".join(traceback.format_exception(type(e), e, tb))
+            sys.stderr.write(text)
+            try:
+                evalue = str(e)[:EVALUE_MAX]
+            except BaseException:
+                evalue = ""
         send({"id": cell, "ev": "error", "ename": type(e).__name__, "evalue": evalue})
     try:
         save_figures(cell)

@@ -3,9 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,9 +12,7 @@ import (
 	_ "image/jpeg"
 	"image/png"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -26,80 +22,13 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"golang.org/x/image/draw"
 
-	"github.com/srt-mcp/srt-mcp/executions"
-	"github.com/srt-mcp/srt-mcp/nofollow"
-	"github.com/srt-mcp/srt-mcp/policy"
-	"github.com/srt-mcp/srt-mcp/profiles"
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/service"
 	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
-// DataConfig sets seed 000's limits (env names in the README).
-type DataConfig struct {
-	Sessions        *sessions.Registry
-	Python          string             // interpreter inside the sandbox (/usr/bin/python3)
-	ExecTimeout     time.Duration      // SANDBOX_EXEC_TIMEOUT_S (60s)
-	MaxOutputBytes  int64              // SANDBOX_MAX_OUTPUT_BYTES (100 KB) per stream
-	MaxCodeBytes    int                // SANDBOX_MAX_CODE_BYTES (100 KB)
-	MaxUploadBytes  int64              // SANDBOX_MAX_UPLOAD_BYTES (50 MB)
-	MaxArtifactRead int64              // SANDBOX_MAX_ARTIFACT_READ_BYTES (10 MB)
-	Files           *FileSigner        // signs download URLs; nil: no download_url
-	Backend         executions.Backend // native (default) or docker
-	PreviewBytes    int                // largest image preview (64 KB)
-	WarmPool        int                // sessions kept ready with a warmed Python kernel (SANDBOX_WARM_POOL)
-	PipIndex        string             // install_package's index (SANDBOX_PIP_INDEX_URL)
-	Node            string             // the JavaScript interpreter (SANDBOX_NODE)
-}
-
-func (s *Server) addDataTools(dc DataConfig) {
-	if dc.Sessions == nil {
-		return
-	}
-	if dc.Python == "" {
-		dc.Python = "/usr/bin/python3"
-	}
-	if dc.ExecTimeout <= 0 {
-		dc.ExecTimeout = 60 * time.Second
-	}
-	if dc.MaxOutputBytes <= 0 {
-		dc.MaxOutputBytes = 100 << 10
-	}
-	if dc.MaxCodeBytes <= 0 {
-		dc.MaxCodeBytes = 100 << 10
-	}
-	if dc.MaxUploadBytes <= 0 {
-		dc.MaxUploadBytes = 50 << 20
-	}
-	if dc.MaxArtifactRead <= 0 {
-		dc.MaxArtifactRead = 10 << 20
-	}
-	if dc.PreviewBytes <= 0 {
-		dc.PreviewBytes = 64 << 10
-	}
-	if dc.Backend == nil {
-		dc.Backend = &executions.Native{Launch: s.mgr.Starter()}
-	}
-	s.data = &dc
-	s.ws = newWorkspaces()
-	s.addWorkspaceTools()
-	if dc.Node == "" {
-		s.data.Node = "/usr/bin/node"
-	}
-	if dc.PipIndex == "" {
-		s.data.PipIndex = DefaultPipIndex
-	}
-	s.addInstallTool()
-	s.addSeed003Tools()
-	go s.runtimes() // discovered at start-up, off the first call's path
-	s.startPool(dc.WarmPool)
-	go s.buildCacheTemplate()
-	dc.Sessions.OnEnd(func(ss *sessions.Session) {
-		s.mgr.CancelOwner(dataOwner(ss.ID), true)
-		s.closeKernels(ss.ID)
-		if err := dc.Backend.Destroy(sessions.BoxOf(ss)); err != nil {
-			s.cfg.Logger.Warn("removing a session's sandbox", "session_id", ss.ID, "error", err)
-		}
-	})
+// addDataTools adds seed 000's data-session tools.
+func (s *Server) addDataTools() {
 	sessionProp := `"session_id": {"type": "string", "description": "Session to use (sess_ + 12 hex digits). Omit to start a new session; the reply always names it."}`
 	requiredSession := `"session_id": {"type": "string", "description": "An existing session (sess_ + 12 hex digits)."}`
 	add := func(name, title, desc, schema string, readOnly, destructive, idempotent bool, h server.ToolHandlerFunc) {
@@ -130,68 +59,6 @@ func (s *Server) addDataTools(dc DataConfig) {
 		mcp.WithTemplateDescription("A file in a session's /mnt/data")), s.readArtifactResource)
 }
 
-// buildCacheTemplate runs the data profile's imports once, in a sandbox,
-// with a fresh cache directory, and installs it as the template every new
-// session's cache starts from: matplotlib's font list then costs its half
-// second once per server instead of once per session.
-func (s *Server) buildCacheTemplate() {
-	tmp, err := s.data.Sessions.MkdirTemp("cache-build-")
-	if err != nil {
-		return
-	}
-	defer nofollow.RemoveAll(tmp) // a tree a sandbox wrote
-	uid, free := s.data.Sessions.SessionUID()
-	defer free()
-	box := sessions.Box{SessionID: "cache-template", Workspace: filepath.Join(tmp, "data"), Cache: filepath.Join(tmp, "cache"), UID: uid}
-	for _, d := range []string{box.Workspace, box.Cache} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return
-		}
-		if uid != 0 {
-			_ = os.Chown(d, uid, uid)
-		} else if o := s.data.Sessions.Owner(); o != nil {
-			_ = os.Chown(d, o.UID, o.GID)
-		}
-	}
-	defer func() { _ = s.data.Backend.Destroy(box) }()
-	p := s.cfg.Ceiling
-	p.Network = policy.Network{}
-	p.Filesystem = policy.Filesystem{}
-	p.Limits.Timeout = policy.Duration(2 * time.Minute)
-	spec := runner.Spec{
-		Version: runner.SpecVersion,
-		Argv:    []string{s.data.Python, "-c", "import matplotlib; matplotlib.use('Agg'); import matplotlib.font_manager"},
-		Cwd:     runner.SandboxTmp,
-		Policy:  p,
-		Stdin:   runner.StdinNull,
-		Hide:    s.cfg.Hide,
-	}
-	e, err := s.mgr.StartWith("server", "cache-template", spec, func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
-		return s.data.Backend.Start(box, spec, sink)
-	})
-	if err != nil {
-		return
-	}
-	sn := e.Wait(context.Background(), 0, true)
-	if sn.End == nil || sn.End.Type != runner.EventExit || sn.End.ExitCode != 0 {
-		s.cfg.Logger.Debug("no cache template for data sessions (matplotlib missing?)", "end", sn.End)
-		return
-	}
-	if err := s.data.Sessions.SetCacheTemplate(box.Cache); err != nil {
-		s.cfg.Logger.Warn("cache template", "error", err)
-	}
-}
-
-// starter launches runs of a session on its backend.
-func (s *Server) starter(ss *sessions.Session) executions.Starter {
-	box := sessions.BoxOf(ss)
-	return func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
-		return s.data.Backend.Start(box, spec, sink)
-	}
-}
-
-func dataOwner(sessionID string) string { return "data:" + sessionID }
-
 // dataError is seed 000's error shape: {"error": code, "message": ...}.
 func dataError(code, msg string, extra map[string]any) *mcp.CallToolResult {
 	v := map[string]any{"error": code, "message": msg}
@@ -203,20 +70,27 @@ func dataError(code, msg string, extra map[string]any) *mcp.CallToolResult {
 	return r
 }
 
+// fromErr is seed 000's error reply for any error of the service.
 func fromErr(err error) *mcp.CallToolResult {
-	var se *sessions.Error
-	if errors.As(err, &se) {
-		return dataError(se.Code, se.Message, nil)
-	}
-	return dataError("internal_error", err.Error(), nil)
+	code, msg := service.CodeOf(err)
+	return dataError(code, msg, nil)
 }
 
 func (s *Server) artifactJSON(sessionID string, f sessions.FileInfo) map[string]any {
 	v := map[string]any{"path": f.Path, "filename": f.Filename, "size_bytes": f.Size, "mime_type": f.MIME}
-	if s.data.Files != nil {
-		v["download_url"] = s.data.Files.URL(sessionID, f.Filename)
+	if files := s.svc.Config().Files; files != nil {
+		v["download_url"] = files.URL(sessionID, f.Filename)
 	}
 	return v
+}
+
+// artifactList is seed 000's artifact objects for files.
+func (s *Server) artifactList(sessionID string, files []sessions.FileInfo) []map[string]any {
+	arts := []map[string]any{}
+	for _, f := range files {
+		arts = append(arts, s.artifactJSON(sessionID, f))
+	}
+	return arts
 }
 
 func (s *Server) handleUpload(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -233,52 +107,40 @@ func (s *Server) handleUpload(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if err != nil {
 		return fromErr(err), nil
 	}
-	if int64(base64.StdEncoding.DecodedLen(len(a.Content))) > s.data.MaxUploadBytes+3 {
-		return dataError("too_large", fmt.Sprintf("the upload is larger than the %d-byte limit (SANDBOX_MAX_UPLOAD_BYTES)", s.data.MaxUploadBytes), nil), nil
+	if int64(base64.StdEncoding.DecodedLen(len(a.Content))) > s.svc.Config().MaxUploadBytes+3 {
+		return dataError("too_large", fmt.Sprintf("the upload is larger than the %d-byte limit (SANDBOX_MAX_UPLOAD_BYTES)", s.svc.Config().MaxUploadBytes), nil), nil
 	}
 	data, err := base64.StdEncoding.DecodeString(a.Content)
 	if err != nil {
 		return dataError("invalid_arguments", "content_base64 is not valid base64: "+err.Error(), nil), nil
 	}
-	if int64(len(data)) > s.data.MaxUploadBytes {
-		return dataError("too_large", fmt.Sprintf("the upload is %d bytes, more than the %d-byte limit (SANDBOX_MAX_UPLOAD_BYTES)", len(data), s.data.MaxUploadBytes), nil), nil
+	if int64(len(data)) > s.svc.Config().MaxUploadBytes {
+		return dataError("too_large", fmt.Sprintf("the upload is %d bytes, more than the %d-byte limit (SANDBOX_MAX_UPLOAD_BYTES)", len(data), s.svc.Config().MaxUploadBytes), nil), nil
 	}
-	ss, created, err := s.data.Sessions.GetOrCreate(a.SessionID)
+	ss, created, err := s.svc.Session(ownerFrom(ctx), a.SessionID)
 	if err != nil {
 		return fromErr(err), nil
 	}
 	if err := ss.Acquire(); err != nil {
 		return fromErr(err), nil
 	}
-	p, err := ss.WriteFile(rel, data, a.Overwrite)
+	p, err := s.svc.WriteFile(ss, rel, data, a.Overwrite)
 	ss.Release()
 	if err != nil && created {
 		// A session the caller never got the name of would linger until
 		// its idle TTL and count against max_sessions.
-		_ = s.data.Sessions.Close(ss.ID)
+		_ = s.svc.CloseSession(ss.ID)
 	}
 	if err != nil {
-		var se *sessions.Error
-		if errors.As(err, &se) {
-			s.audit(ss, map[string]any{"op": "upload_file", "path": a.Filename, "size_bytes": len(data), "error": se.Code})
+		code, _ := service.CodeOf(err)
+		if !created {
+			s.svc.Audit(ss, map[string]any{"op": "upload_file", "path": a.Filename, "size_bytes": len(data), "error": code})
 		}
 		return fromErr(err), nil
 	}
-	s.audit(ss, map[string]any{"op": "upload_file", "path": p, "size_bytes": len(data), "sha256": sha(data)})
+	s.svc.Audit(ss, map[string]any{"op": "upload_file", "path": p, "size_bytes": len(data), "sha256": service.SHA256(data)})
 	v := map[string]any{"session_id": ss.ID, "path": p}
 	return mcp.NewToolResultStructured(v, fmt.Sprintf("uploaded %s (%d bytes) to session %s", p, len(data), ss.ID)), nil
-}
-
-func sha(b []byte) string {
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
-}
-
-func (s *Server) audit(ss *sessions.Session, v map[string]any) {
-	v["ts"] = time.Now().UTC().Format(time.RFC3339Nano)
-	v["session_id"] = ss.ID
-	b, _ := json.Marshal(v)
-	ss.Audit(b)
 }
 
 func newRunID() string {
@@ -293,82 +155,42 @@ func (s *Server) handleRunPython(ctx context.Context, req mcp.CallToolRequest) (
 	if err := req.BindArguments(&a); err != nil {
 		return dataError("invalid_arguments", err.Error(), nil), nil
 	}
-	if len(a.Code) > s.data.MaxCodeBytes {
-		return dataError("code_too_large", fmt.Sprintf("code is %d bytes, more than the %d-byte limit (SANDBOX_MAX_CODE_BYTES)", len(a.Code), s.data.MaxCodeBytes), nil), nil
+	if err := s.svc.CheckCode(a.Code); err != nil {
+		return fromErr(err), nil
 	}
-	if strings.ContainsRune(a.Code, 0) {
-		return dataError("invalid_arguments", "code contains a NUL byte", nil), nil
-	}
-	ss, _, err := s.data.Sessions.GetOrCreate(a.SessionID)
+	ss, _, err := s.svc.Session(ownerFrom(ctx), a.SessionID)
 	if err != nil {
 		return fromErr(err), nil
 	}
-	if err := ss.Acquire(); err != nil {
-		return fromErr(err), nil
-	}
-	defer ss.Release()
 	runID := newRunID()
-	before := ss.Listing()
-	spec := s.dataSpec(ss, []string{s.data.Python, "-c", a.Code})
-	e, err := s.mgr.StartWith(dataOwner(ss.ID), "run_python", spec, s.starter(ss))
+	python := s.svc.Config().Python
+	r, err := s.svc.Start(ctx, service.Request{Op: "run_python", Kind: "run_python", Session: ss, Label: "run_python",
+		Argv: []string{python, "-c", a.Code}, Audit: map[string]any{"run_id": runID}})
 	if err != nil {
 		return fromErr(err), nil
 	}
-	s.observe("run_python", "python", e)
-	sn := waitEnd(ctx, e)
-	if sn.End != nil && sn.End.Type == runner.EventError {
+	res := r.Wait(ctx)
+	if end := res.End; end != nil && end.Type == runner.EventError {
 		// The sandbox could not run the code at all: say why, not a fake exit code.
-		s.cfg.Logger.Warn("run_python", "session_id", ss.ID, "run_id", runID, "error", sn.End.ErrCode, "message", sn.End.Message)
-		msg := sn.End.Message
-		if sn.End.ErrCode == runner.ErrCodeNotFound || sn.End.ErrCode == runner.ErrCodeNotExecutable {
+		s.cfg.Logger.Warn("run_python", "session_id", ss.ID, "run_id", runID, "error", end.ErrCode, "message", end.Message)
+		msg := end.Message
+		if end.ErrCode == runner.ErrCodeNotFound || end.ErrCode == runner.ErrCodeNotExecutable {
 			msg = fmt.Sprintf("the Python interpreter %s is missing on this host (%s); the operator installs the data profile with: apt-get install -y %s",
-				s.data.Python, msg, strings.Join(dataPackages, " "))
+				python, msg, strings.Join(dataPackages, " "))
 		}
-		return dataError(sn.End.ErrCode, msg, map[string]any{"session_id": ss.ID, "run_id": runID}), nil
+		return dataError(end.ErrCode, msg, map[string]any{"session_id": ss.ID, "run_id": runID}), nil
 	}
-	res := s.runResult(ss, runID, sn, before)
-	if h := missingModuleHint(res["stderr"].(string)); h != "" {
-		res["hint"] = h
+	v := s.runResult(ss.ID, runID, res)
+	if res.QuotaExceeded != "" {
+		return dataError("quota_exceeded", res.QuotaExceeded, v), nil
 	}
-	s.audit(ss, map[string]any{"op": "run_python", "run_id": runID, "code_bytes": len(a.Code), "code_sha256": sha([]byte(a.Code)),
-		"exit_code": res["exit_code"], "duration_ms": res["duration_ms"], "network": networkDecisions(sn)})
-	s.cfg.Logger.Info("run_python", "session_id", ss.ID, "run_id", runID, "duration_ms", res["duration_ms"], "exit_code", res["exit_code"])
-	out := mcp.NewToolResultStructured(res, pythonSummary(res))
-	out.Content = append(out.Content, s.artifactContent(ss, res)...)
+	if h := missingModuleHint(res.Stderr); h != "" {
+		v["hint"] = h
+	}
+	s.cfg.Logger.Info("run_python", "session_id", ss.ID, "run_id", runID, "duration_ms", v["duration_ms"], "exit_code", v["exit_code"])
+	out := mcp.NewToolResultStructured(v, pythonSummary(v))
+	out.Content = append(out.Content, s.artifactContent(ss, v["artifacts"].([]map[string]any))...)
 	return out, nil
-}
-
-// dataSpec is the sandbox of a data session's run: the workspace at
-// /mnt/data, no network, seed 000's limits under the operator's ceiling.
-func (s *Server) dataSpec(ss *sessions.Session, argv []string) runner.Spec {
-	return runner.Spec{
-		Version: runner.SpecVersion,
-		Argv:    argv,
-		Cwd:     sessions.WorkspaceMount,
-		Home:    s.cfg.Home,
-		Policy:  s.dataPolicy(s.data.ExecTimeout),
-		Stdin:   runner.StdinNull,
-		Hide:    s.cfg.Hide,
-	}
-}
-
-// dataPolicy is the policy of code runs: no network, no host paths beyond
-// the system view (the operator's deny_read kept), the operator's limits
-// with the data profile's timeout and output cap.
-func (s *Server) dataPolicy(timeout time.Duration) policy.Policy {
-	p := s.cfg.Ceiling
-	p.Network = policy.Network{} // seed 000: no egress from a data session
-	p.Filesystem = policy.Filesystem{DenyRead: s.cfg.Ceiling.Filesystem.DenyRead}
-	p.Limits.Timeout = policy.Duration(timeout)
-	p.Limits.MaxOutputBytes = s.data.MaxOutputBytes
-	return p
-}
-
-// scriptSpec runs code of a registry language in the session's sandbox.
-func (s *Server) scriptSpec(ss *sessions.Session, rt *profiles.Runtime, code string, timeout time.Duration) runner.Spec {
-	spec := s.dataSpec(ss, rt.Argv(code))
-	spec.Policy.Limits.Timeout = policy.Duration(timeout)
-	return spec
 }
 
 // dataPackages are the Debian packages of the Python data profile.
@@ -393,107 +215,21 @@ func missingModuleHint(stderr string) string {
 	return fmt.Sprintf("module %s is not available in the sandbox (the data profile has pandas, numpy, matplotlib, seaborn, scipy, openpyxl and reportlab, and runs without network access)", m[1])
 }
 
-// holdSession keeps ss (acquired by the caller) busy while e runs:
-// closing the session cancels e; when e ends, onEnd runs, the audit line
-// (fields plus the end, exit code, duration and network decisions) is
-// written and the session released. The channel closes after that.
-func (s *Server) holdSession(ss *sessions.Session, e *executions.Execution, fields map[string]any, onEnd func()) <-chan struct{} {
-	released := make(chan struct{})
-	unhook := ss.OnClose(func() { _ = e.Cancel(true) })
-	go func() {
-		<-e.Done()
-		unhook()
-		if onEnd != nil {
-			onEnd()
-		}
-		sn := e.Snapshot(0)
-		fields["execution_id"], fields["network"] = e.ID, networkDecisions(sn)
-		if sn.End != nil {
-			fields["end"], fields["exit_code"], fields["duration_ms"] = sn.End.Type, sn.End.ExitCode, sn.End.DurationMS
-		}
-		s.audit(ss, fields)
-		ss.Release()
-		close(released)
-	}()
-	return released
-}
-
-// artifactsSince lists, as seed 000's artifact objects, the files new or
-// changed in the session since before.
-func (s *Server) artifactsSince(ss *sessions.Session, before sessions.Listing) []map[string]any {
-	arts := []map[string]any{}
-	for _, f := range ss.Artifacts(before) {
-		arts = append(arts, s.artifactJSON(ss.ID, f))
-	}
-	return arts
-}
-
-// outputs concatenates an execution's stdout and stderr events.
-func outputs(sn executions.Snapshot) (stdout, stderr []byte) {
-	for _, e := range sn.Events {
-		switch e.Type {
-		case runner.EventStdout:
-			stdout = append(stdout, e.Data...)
-		case runner.EventStderr:
-			stderr = append(stderr, e.Data...)
-		}
-	}
-	return stdout, stderr
-}
-
-// waitEnd waits for e to end; if ctx ends first (the caller went away),
-// the execution is cancelled and its end awaited.
-func waitEnd(ctx context.Context, e *executions.Execution) executions.Snapshot {
-	sn := e.Wait(ctx, 0, true)
-	if !sn.State.Done() {
-		_ = e.Cancel(true)
-		sn = e.Wait(context.Background(), 0, true)
-	}
-	return sn
-}
-
-func networkDecisions(sn executions.Snapshot) []string {
-	var out []string
-	for _, e := range sn.Events {
-		if v := e.Violation; v != nil && v.Kind == "network" && v.Decision != "transfer" {
-			out = append(out, fmt.Sprintf("%s %s:%d", v.Decision, v.Host, v.Port))
-		}
-	}
-	return out
-}
-
-// runResult is seed 000's run_python response.
-func (s *Server) runResult(ss *sessions.Session, runID string, sn executions.Snapshot, before sessions.Listing) map[string]any {
-	stdout, stderr := outputs(sn)
+// runResult is seed 000's run_python response: exit_code is the
+// program's, -1 for a timeout, 128+N for a run cancelled by signal N.
+func (s *Server) runResult(sessionID, runID string, res service.Result) map[string]any {
 	trunc := map[string]bool{}
-	for _, t := range sn.Truncated {
+	for _, t := range res.Truncated {
 		trunc[t] = true
 	}
-	res := map[string]any{"session_id": ss.ID, "run_id": runID, "stdout_truncated": trunc["stdout"], "stderr_truncated": trunc["stderr"]}
-	code, dur := -1, int64(0)
-	if sn.End != nil {
-		dur = sn.End.DurationMS
-		switch sn.End.Type {
-		case runner.EventExit:
-			code = sn.End.ExitCode
-		case runner.EventTimeout:
-			stderr = append(stderr, []byte(fmt.Sprintf("Execution timed out after %g seconds", sn.End.TimeoutSeconds))...)
-		case runner.EventError:
-			stderr = append(stderr, []byte("sandbox error: "+sn.End.ErrCode+": "+sn.End.Message)...)
-		case runner.EventCancelled:
-			stderr = append(stderr, []byte("Execution was cancelled")...)
-		}
+	code := -1
+	if c := res.ExitCode(); c != nil {
+		code = *c
 	}
-	arts := []map[string]any{}
-	if code == 0 {
-		arts = s.artifactsSince(ss, before)
-	}
-	res["exit_code"] = code
-	res["stdout"] = toValidUTF8(string(stdout))
-	res["stderr"] = toValidUTF8(string(stderr))
-	res["artifacts"] = arts
-	res["duration_ms"] = dur
-	return res
+	return map[string]any{"session_id": sessionID, "run_id": runID, "exit_code": code,
+		"stdout": res.Stdout, "stderr": res.StderrWithEnd("python"),
+		"stdout_truncated": trunc["stdout"], "stderr_truncated": trunc["stderr"],
+		"artifacts": s.artifactList(sessionID, res.Artifacts), "duration_ms": res.Duration()}
 }
 
 func pythonSummary(res map[string]any) string {
@@ -520,9 +256,9 @@ func pythonSummary(res map[string]any) string {
 // artifactContent adds a resource_link per artifact and a small preview
 // per image, so an agent can look without pulling whole files into its
 // context.
-func (s *Server) artifactContent(ss *sessions.Session, res map[string]any) []mcp.Content {
+func (s *Server) artifactContent(ss *sessions.Session, arts []map[string]any) []mcp.Content {
 	var out []mcp.Content
-	for _, a := range res["artifacts"].([]map[string]any) {
+	for _, a := range arts {
 		name, mimeType := a["filename"].(string), a["mime_type"].(string)
 		uri := "artifact://" + ss.ID + "/" + url.PathEscape(name)
 		link := mcp.NewResourceLink(uri, name, fmt.Sprintf("%v bytes in %s", a["size_bytes"], a["path"]), mimeType)
@@ -530,7 +266,7 @@ func (s *Server) artifactContent(ss *sessions.Session, res map[string]any) []mcp
 		if strings.HasPrefix(mimeType, "image/") && mimeType != "image/svg+xml" {
 			data, _, err := ss.ReadFile(name, 32<<20)
 			if err == nil {
-				if prev, err := preview(data, s.data.PreviewBytes); err == nil {
+				if prev, err := preview(data, s.cfg.PreviewBytes); err == nil {
 					out = append(out, mcp.NewImageContent(base64.StdEncoding.EncodeToString(prev), "image/png"))
 				}
 			}
@@ -596,31 +332,31 @@ func (s *Server) handleReadArtifact(ctx context.Context, req mcp.CallToolRequest
 	if err := req.BindArguments(&a); err != nil {
 		return dataError("invalid_arguments", err.Error(), nil), nil
 	}
-	ss, err := s.data.Sessions.Get(a.SessionID)
+	ss, err := s.svc.Get(a.SessionID)
 	if err != nil {
 		return fromErr(err), nil
 	}
 	rel, err := sessions.CleanName(a.Path)
 	if err != nil {
-		s.audit(ss, map[string]any{"op": "read_artifact", "path": a.Path, "error": "invalid_path"})
+		s.svc.Audit(ss, map[string]any{"op": "read_artifact", "path": a.Path, "error": "invalid_path"})
 		return fromErr(err), nil
 	}
-	data, info, err := ss.ReadFile(rel, s.data.MaxArtifactRead)
+	data, info, err := ss.ReadFile(rel, s.svc.Config().MaxArtifactRead)
 	if err != nil {
 		var se *sessions.Error
 		if errors.As(err, &se) {
-			s.audit(ss, map[string]any{"op": "read_artifact", "path": a.Path, "error": se.Code})
+			s.svc.Audit(ss, map[string]any{"op": "read_artifact", "path": a.Path, "error": se.Code})
 		}
 		if errors.As(err, &se) && se.Code == "artifact_too_large" {
 			extra := map[string]any{"size_bytes": info.Size}
-			if s.data.Files != nil {
-				extra["download_url"] = s.data.Files.URL(ss.ID, info.Filename)
+			if files := s.svc.Config().Files; files != nil {
+				extra["download_url"] = files.URL(ss.ID, info.Filename)
 			}
 			return dataError(se.Code, se.Message, extra), nil
 		}
 		return fromErr(err), nil
 	}
-	s.audit(ss, map[string]any{"op": "read_artifact", "path": info.Path, "size_bytes": info.Size})
+	s.svc.Audit(ss, map[string]any{"op": "read_artifact", "path": info.Path, "size_bytes": info.Size})
 	v := map[string]any{"path": info.Path, "filename": path.Base(info.Filename), "mime_type": info.MIME, "size_bytes": info.Size,
 		"content_base64": base64.StdEncoding.EncodeToString(data)}
 	return mcp.NewToolResultStructured(v, fmt.Sprintf("%s: %s, %d bytes (content_base64 in structuredContent)", info.Path, info.MIME, info.Size)), nil
@@ -633,7 +369,7 @@ func (s *Server) handleListArtifacts(ctx context.Context, req mcp.CallToolReques
 	if err := req.BindArguments(&a); err != nil {
 		return dataError("invalid_arguments", err.Error(), nil), nil
 	}
-	ss, err := s.data.Sessions.Get(a.SessionID)
+	ss, err := s.svc.Get(a.SessionID)
 	if err != nil {
 		return fromErr(err), nil
 	}
@@ -657,7 +393,7 @@ func (s *Server) handleCloseSession(ctx context.Context, req mcp.CallToolRequest
 	if err := req.BindArguments(&a); err != nil {
 		return dataError("invalid_arguments", err.Error(), nil), nil
 	}
-	if err := s.data.Sessions.Close(a.SessionID); err != nil {
+	if err := s.svc.CloseSession(a.SessionID); err != nil {
 		return fromErr(err), nil
 	}
 	return mcp.NewToolResultStructured(map[string]any{"status": "closed"}, "session "+a.SessionID+" closed"), nil
@@ -668,7 +404,7 @@ func (s *Server) readArtifactResource(ctx context.Context, req mcp.ReadResourceR
 	if unescaped, err := url.PathUnescape(name); err == nil {
 		name = unescaped
 	}
-	ss, err := s.data.Sessions.Get(sid)
+	ss, err := s.svc.Get(sid)
 	if err != nil {
 		return nil, err
 	}
@@ -676,7 +412,7 @@ func (s *Server) readArtifactResource(ctx context.Context, req mcp.ReadResourceR
 	if err != nil {
 		return nil, err
 	}
-	data, info, err := ss.ReadFile(rel, s.data.MaxArtifactRead)
+	data, info, err := ss.ReadFile(rel, s.svc.Config().MaxArtifactRead)
 	if err != nil {
 		return nil, err
 	}

@@ -9,47 +9,19 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/srt-mcp/srt-mcp/policy"
-	"github.com/srt-mcp/srt-mcp/runner"
-	"github.com/srt-mcp/srt-mcp/sessions"
+	"github.com/srt-mcp/srt-mcp/service"
 )
-
-// DefaultPipIndex is PyPI's simple index.
-const DefaultPipIndex = "https://pypi.org/simple"
 
 var (
 	pkgName    = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9._,-]+\])?$`)
 	pkgVersion = regexp.MustCompile(`^(==|>=|<=|~=|!=|>|<|===)?\s*[A-Za-z0-9.*+!_-]+(\s*,\s*(==|>=|<=|~=|!=|>|<)\s*[A-Za-z0-9.*+!_-]+)*$`)
 	installed  = regexp.MustCompile(`Successfully installed (.+)`)
 )
-
-// pipDomains are the hosts pip talks to for an index: the index's own
-// host (with its port when not the scheme's), and PyPI's file host for PyPI.
-func pipDomains(index string) ([]string, *url.URL, error) {
-	u, err := url.Parse(index)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return nil, nil, fmt.Errorf("the package index %q is not an http(s) URL", index)
-	}
-	host := u.Hostname()
-	if p := u.Port(); p != "" && !((u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443")) {
-		host = net.JoinHostPort(u.Hostname(), p)
-	}
-	d := []string{host}
-	if u.Hostname() == "pypi.org" {
-		d = append(d, "files.pythonhosted.org")
-	}
-	return d, u, nil
-}
 
 func (s *Server) addInstallTool() {
 	t := mcp.NewToolWithRawSchema("install_package", "Install a Python package into a session with pip (from the operator's package index, through the sandbox's network proxy). It is importable by the next execute_code call in that session. Omit session_id for this connection's workspace.",
@@ -83,58 +55,31 @@ func (s *Server) handleInstall(ctx context.Context, req mcp.CallToolRequest) (*m
 		if !pkgVersion.MatchString(v) {
 			return fail("invalid_arguments", fmt.Sprintf("version %q is not a version or specifier (e.g. 1.2.3 or >=1.0,<2)", a.Version))
 		}
-		if strings.IndexAny(v[:1], "=<>!~") < 0 {
+		if !strings.ContainsAny(v[:1], "=<>!~") {
 			v = "==" + v
 		}
 		spec += v
 	}
-	domains, index, err := pipDomains(s.data.PipIndex)
-	if err != nil {
-		return fail("invalid_configuration", err.Error())
-	}
-	narrowed, err := policy.Narrow(s.cfg.Ceiling, policy.Policy{Network: policy.Network{AllowedDomains: domains}}, "/", s.cfg.Home)
-	if err != nil {
-		var pe *policy.Error
-		if errors.As(err, &pe) && pe.Code == policy.CodeExceedsCeiling {
-			return fail("network_not_allowed", fmt.Sprintf("install_package needs network access to %s (the package index %s), which the operator does not allow; the operator allows it with --allow-domain %s (SANDBOX_ALLOWED_DOMAINS)",
-				strings.Join(domains, " and "), s.data.PipIndex, strings.Join(domains, " --allow-domain ")))
-		}
-		return fail("invalid_configuration", err.Error())
+	if err := s.svc.CheckPip(); err != nil {
+		code, msg := service.CodeOf(err)
+		return fail(code, msg)
 	}
 	ss, err := s.sessionOrWorkspace(ctx, a.SessionID, true)
 	if err != nil {
 		return fromErr(err), nil
 	}
-	if err := ss.Acquire(); err != nil {
-		return fromErr(err), nil
-	}
-	defer ss.Release()
-	argv := []string{s.data.Python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-warn-script-location",
-		"--upgrade", "--target", sessions.SitePackages, "--index-url", s.data.PipIndex}
-	if index.Scheme == "http" {
-		argv = append(argv, "--trusted-host", index.Hostname())
-	}
-	argv = append(argv, spec)
-	rs := s.dataSpec(ss, argv)
-	rs.Policy.Network = narrowed.Network
-	rs.Policy.Limits.Timeout = policy.Duration(5 * time.Minute)
-	rs.Policy.Limits.MaxOutputBytes = 1 << 20
-	e, err := s.mgr.StartWith(dataOwner(ss.ID), "install_package "+spec, rs, s.starter(ss))
+	r, err := s.svc.Start(ctx, service.Request{Op: "install_package", Kind: "install_package", Session: ss, Label: "install_package " + spec,
+		Pip: spec, Audit: map[string]any{"package": spec}})
 	if err != nil {
-		return fromErr(err), nil
+		code, msg := service.CodeOf(err)
+		return fail(code, msg)
 	}
-	s.observe("install_package", "python", e)
-	sn := waitEnd(ctx, e)
-	out, errOut := outputs(sn)
-	var stdout, stderr strings.Builder
-	stdout.Write(out)
-	stderr.Write(errOut)
-	decisions := networkDecisions(sn)
-	s.audit(ss, map[string]any{"op": "install_package", "package": spec, "network": decisions, "exit_code": exitCode(sn)})
-	if sn.End == nil || sn.End.Type != runner.EventExit || sn.End.ExitCode != 0 {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" && sn.End != nil {
-			msg = sn.End.ErrCode + " " + sn.End.Message
+	res := r.Wait(ctx)
+	decisions := service.NetworkDecisions(res.Snapshot)
+	if !res.OK() {
+		msg := strings.TrimSpace(res.Stderr)
+		if x := res.Explain("python"); x != "" {
+			msg = strings.TrimSpace(msg + "\n" + x)
 		}
 		if len(msg) > 4000 {
 			msg = "..." + msg[len(msg)-4000:]
@@ -143,7 +88,7 @@ func (s *Server) handleInstall(ctx context.Context, req mcp.CallToolRequest) (*m
 			map[string]any{"success": false, "package": a.Package, "session_id": ss.ID, "network": decisions}), nil
 	}
 	version := ""
-	if m := installed.FindStringSubmatch(stdout.String()); m != nil {
+	if m := installed.FindStringSubmatch(res.Stdout); m != nil {
 		norm := strings.ToLower(strings.ReplaceAll(strings.ReplaceAll(strings.SplitN(a.Package, "[", 2)[0], "_", "-"), ".", "-"))
 		for _, f := range strings.Fields(m[1]) {
 			name, ver, ok := cutLast(f, "-")
@@ -153,7 +98,7 @@ func (s *Server) handleInstall(ctx context.Context, req mcp.CallToolRequest) (*m
 		}
 	}
 	v := map[string]any{"success": true, "package": a.Package, "version_installed": version, "session_id": ss.ID,
-		"message": lastLine(stdout.String()), "network": decisions}
+		"message": lastLine(res.Stdout), "network": decisions}
 	return mcp.NewToolResultStructured(v, fmt.Sprintf("installed %s %s in session %s", a.Package, version, ss.ID)), nil
 }
 

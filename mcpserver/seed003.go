@@ -7,23 +7,16 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/service"
+	"github.com/srt-mcp/srt-mcp/sessions"
 )
-
-// ConversationSession is the data session id of a seed 003 conversation.
-func ConversationSession(conversationID string) string {
-	h := sha256.Sum256([]byte("srt-mcp conversation\x00" + conversationID))
-	return "sess_" + hex.EncodeToString(h[:6])
-}
 
 func (s *Server) addSeed003Tools() {
 	t := mcp.NewToolWithRawSchema("sandbox.run_code", "Run code for a conversation in a fresh sandbox whose working directory /mnt/data holds the conversation's files (kept between calls). Returns success, the combined output, and every file of the conversation with a signed download URL.",
@@ -43,14 +36,11 @@ func (s *Server) addSeed003Tools() {
 }
 
 func (s *Server) handleListRunners(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	image := "native (bubblewrap)"
-	if s.data.Backend != nil && s.data.Backend.Name() == "docker" {
-		image = "docker"
-	}
+	image := s.svc.Backend().Runs()
 	langs := []map[string]any{}
 	var names []string
-	for _, rt := range s.runtimes().All() {
-		if s.runtimeAvailable(rt) {
+	for _, rt := range s.svc.Runtimes().All() {
+		if ok, _ := s.svc.Available(rt); ok {
 			langs = append(langs, map[string]any{"language": rt.Language, "image": image, "version": rt.Found})
 			names = append(names, rt.Language)
 		}
@@ -69,73 +59,50 @@ func (s *Server) handleRunCode(ctx context.Context, req mcp.CallToolRequest) (*m
 		r.IsError = true
 		return r, nil
 	}
+	failErr := func(err error) (*mcp.CallToolResult, error) {
+		code, msg := service.CodeOf(err)
+		r, _ := fail(code + ": " + msg)
+		r.StructuredContent.(map[string]any)["error"] = code
+		return r, nil
+	}
 	if err := req.BindArguments(&a); err != nil {
 		return fail("invalid arguments: " + err.Error())
 	}
 	if strings.TrimSpace(a.ConversationID) == "" {
 		return fail("conversationId is empty; give the conversation whose files the code works on")
 	}
-	rt, ok := s.runtimes().Get(a.Language)
-	if !ok || !s.runtimeAvailable(rt) {
-		return fail(fmt.Sprintf("no runner for language %q; sandbox.list_runners names the ones here (%s)", a.Language, strings.Join(s.availableLanguages(), ", ")))
+	if _, err := s.svc.Runtime(a.Language); err != nil {
+		return fail(fmt.Sprintf("no runner for language %q; sandbox.list_runners names the ones here (%s)", a.Language, strings.Join(s.svc.Languages(), ", ")))
 	}
-	if len(a.Code) > s.data.MaxCodeBytes {
-		return fail(fmt.Sprintf("code is %d bytes, more than the %d-byte limit", len(a.Code), s.data.MaxCodeBytes))
-	}
-	ss, _, err := s.data.Sessions.GetOrCreate(ConversationSession(a.ConversationID))
-	if err == nil {
-		err = ss.Acquire()
-	}
+	ss, _, err := s.svc.Session(ownerFrom(ctx), sessions.ForConversation(a.ConversationID))
 	if err != nil {
-		return fail(err.Error())
+		return failErr(err)
 	}
-	defer ss.Release()
-	e, err := s.mgr.StartWith(dataOwner(ss.ID), "sandbox.run_code "+rt.Language, s.scriptSpec(ss, rt, a.Code, s.data.ExecTimeout), s.starter(ss))
+	r, err := s.svc.Start(ctx, service.Request{Op: "sandbox.run_code", Kind: "run_code", Session: ss, Language: a.Language, Code: a.Code})
 	if err != nil {
-		return fail(err.Error())
+		return failErr(err)
 	}
-	s.observe("run_code", rt.Language, e)
-	sn := waitEnd(ctx, e)
-	out, errOut := outputs(sn)
-	var stdout, stderr strings.Builder
-	stdout.Write(out)
-	stderr.Write(errOut)
-	output := stdout.String()
-	if se := stderr.String(); se != "" {
+	res := r.Wait(ctx)
+	output := res.Stdout
+	if res.Stderr != "" {
 		if output != "" && !strings.HasSuffix(output, "\n") {
 			output += "\n"
 		}
-		output += se
+		output += res.Stderr
 	}
-	success := sn.End != nil && sn.End.Type == runner.EventExit && sn.End.ExitCode == 0
-	if sn.End != nil {
-		switch {
-		case sn.End.Type == runner.EventTimeout:
-			output += fmt.Sprintf("\nExecution timed out after %g seconds", sn.End.TimeoutSeconds)
-		case sn.End.Type == runner.EventError:
-			output += "\n" + sn.End.ErrCode + ": " + sn.End.Message
-		case sn.End.Type == runner.EventExit && rt.CompileFailed(sn.End.ExitCode):
-			output += "\n" + rt.Language + ": compilation failed"
-		}
+	if x := res.Explain(r.Runtime.Language); x != "" {
+		output += "\n" + x
 	}
 	files := []map[string]any{}
 	for _, f := range ss.List() {
 		fd := map[string]any{"name": f.Filename}
-		if s.data.Files != nil {
-			fd["url"] = s.data.Files.URL(ss.ID, f.Filename)
+		if signer := s.svc.Config().Files; signer != nil {
+			fd["url"] = signer.URL(ss.ID, f.Filename)
 		}
 		files = append(files, fd)
 	}
-	s.audit(ss, map[string]any{"op": "sandbox.run_code", "language": rt.Language, "code_bytes": len(a.Code), "code_sha256": sha([]byte(a.Code)),
-		"success": success, "duration_ms": endDuration(sn)})
-	v := map[string]any{"success": success, "output": toValidUTF8(output), "files": files, "session_id": ss.ID}
-	r := mcp.NewToolResultStructured(v, fmt.Sprintf("success: %v\n%s", success, output))
-	return r, nil
-}
-
-func endDuration(sn executions.Snapshot) int64 {
-	if sn.End == nil {
-		return 0
-	}
-	return sn.End.DurationMS
+	v := map[string]any{"success": res.OK(), "output": output, "files": files, "session_id": ss.ID}
+	out := mcp.NewToolResultStructured(v, fmt.Sprintf("success: %v\n%s", res.OK(), output))
+	out.IsError = res.QuotaExceeded != "" || (res.End != nil && res.End.Type == runner.EventError)
+	return out, nil
 }

@@ -1,9 +1,11 @@
-// Package mcpserver is srt-mcp's MCP front door: the execution tools of
-// seed 002 (execute_code, execute_code_async, get_execution_output,
-// send_stdin, cancel_execution, list_executions, get_execution_status) on
-// mark3labs/mcp-go, served over Streamable HTTP (with the authentication,
-// Origin, body-size and rate limits the spec and the operator need) and
-// over stdio.
+// Package mcpserver is srt-mcp's MCP front door: the tools of seeds 000
+// to 003 (execute_code and the execution tools, the data-session tools,
+// the workspace tools, install_package, sandbox.run_code) on
+// mark3labs/mcp-go, served over Streamable HTTP (Handler, mounted behind
+// the server's guard by the command) and over stdio. Every run goes
+// through the run service (package service); this package only turns
+// tool arguments into service requests and results into each seed's
+// reply.
 //
 // Each call's sandbox_config only narrows the operator's ceiling
 // (policy.Narrow). Executions belong to the caller: the MCP session and
@@ -13,87 +15,62 @@ package mcpserver
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/srt-mcp/srt-mcp/executions"
-	"github.com/srt-mcp/srt-mcp/policy"
-	"github.com/srt-mcp/srt-mcp/profiles"
+	"github.com/srt-mcp/srt-mcp/service"
 )
 
-// Config is the operator's configuration of the MCP tools.
+// Config configures the MCP door.
 type Config struct {
-	// Ceiling is the most any call may get: domains, paths, limits. Its
-	// limits are also the defaults of a call that sets none.
-	Ceiling policy.Policy
-	// DefaultTimeout applies when a call gives no timeout_seconds.
-	DefaultTimeout time.Duration
-	// Home expands "~" in policies (the server's home).
-	Home string
-	// Shell runs execute_code's command: Shell + ["-c", command].
-	Shell string
 	// ProgressInterval bounds how often progress notifications go out
 	// (default 250 ms: at most 4 per second).
 	ProgressInterval time.Duration
 	// MaxWait bounds how long get_execution_output(wait=true) blocks.
 	MaxWait time.Duration
-	Logger  *slog.Logger
-	Version string
-	// Data enables seed 000's data-session tools when Data.Sessions is set.
-	Data DataConfig
-	// Hide are host paths no sandbox may see (the state directory).
-	Hide []string
-	// Runtimes is the language registry; nil: discovered on first use.
-	Runtimes *profiles.Runtimes
+	// PreviewBytes is the largest image preview (64 KB).
+	PreviewBytes int
+	Logger       *slog.Logger
+	Version      string
 }
 
-// Server holds the MCP server and the executions it serves.
+// Server is the MCP door.
 type Server struct {
-	cfg  Config
-	mgr  *executions.Manager
-	mcp  *server.MCPServer
-	data *DataConfig
-	ws   *workspaces
-	pool *pool
-
-	rtOnce sync.Once
-	rts    *profiles.Runtimes
-
-	metrics *metrics
-	ready   readiness
+	cfg Config
+	svc *service.Service
+	mgr *executions.Manager
+	mcp *server.MCPServer
 }
 
-// New builds the MCP server with the seven execution tools.
-func New(cfg Config, mgr *executions.Manager) *Server {
-	if cfg.DefaultTimeout <= 0 {
-		cfg.DefaultTimeout = 60 * time.Second
-	}
-	if cfg.Shell == "" {
-		cfg.Shell = "/bin/bash"
-	}
+// New builds the MCP server and its tools on the run service.
+func New(cfg Config, svc *service.Service) *Server {
 	if cfg.ProgressInterval <= 0 {
 		cfg.ProgressInterval = 250 * time.Millisecond
 	}
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = 60 * time.Second
 	}
+	if cfg.PreviewBytes <= 0 {
+		cfg.PreviewBytes = 64 << 10
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, mgr: mgr}
-	s.initMetrics()
+	s := &Server{cfg: cfg, svc: svc, mgr: svc.Manager()}
 	hooks := &server.Hooks{}
 	hooks.AddOnUnregisterSession(func(ctx context.Context, sess server.ClientSession) {
 		// The session ended (DELETE, idle expiry, stdin EOF): its running
-		// executions are cancelled and their sandboxes torn down.
+		// executions, async ones included, are cancelled and their
+		// sandboxes torn down, and its workspace closed.
 		owner := ownerFor(sess.SessionID(), principalFrom(ctx))
-		if n := mgr.CancelOwner(owner, false); n > 0 {
+		if n := s.mgr.CancelOwner(owner, false); n > 0 {
 			cfg.Logger.Info("session ended; cancelled its executions", "session", sess.SessionID(), "cancelled", n)
 		}
-		s.closeWorkspaceOf(owner)
+		s.mgr.ForgetOwner(owner) // nobody else may read them
+		svc.CloseWorkspace(owner)
 	})
 	s.mcp = server.NewMCPServer("srt-mcp", cfg.Version,
 		server.WithToolCapabilities(false),
@@ -106,15 +83,15 @@ func New(cfg Config, mgr *executions.Manager) *Server {
 			"private /tmp must be requested in sandbox_config and is limited to what the operator allows."),
 	)
 	s.addTools()
-	s.addDataTools(cfg.Data)
+	s.addDataTools()
+	s.addWorkspaceTools()
+	s.addInstallTool()
+	s.addSeed003Tools()
 	return s
 }
 
 // MCP returns the mcp-go server.
 func (s *Server) MCP() *server.MCPServer { return s.mcp }
-
-// Manager returns the executions manager.
-func (s *Server) Manager() *executions.Manager { return s.mgr }
 
 func boolPtr(b bool) *bool { return &b }
 

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -16,6 +14,7 @@ import (
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/service"
 	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
@@ -83,10 +82,12 @@ func execSchema(async bool) json.RawMessage {
 }
 
 const eventSchema = `{"type": "object", "properties": {
-  "seq": {"type": "integer"}, "type": {"type": "string", "enum": ["ready","stdout","stderr","violation","exit","timeout","cancelled","error"]},
+  "seq": {"type": "integer"}, "type": {"type": "string", "enum": ["ready","stdout","stderr","violation","file","exit","timeout","cancelled","error"]},
   "ts": {"type": "number"}, "data": {"type": "string"}, "data_b64": {"type": "string"},
   "code": {"anyOf": [{"type": "integer"}, {"type": "string"}]}, "duration_ms": {"type": "integer"}, "timeout_seconds": {"type": "number"},
   "message": {"type": "string"}, "signal": {"type": "string"}, "violation": {"type": "object"},
+  "file": {"type": "object", "description": "A workspace file the run created, changed or removed (seen while it ran).", "properties": {
+    "path": {"type": "string"}, "op": {"type": "string", "enum": ["created", "changed", "removed"]}, "size_bytes": {"type": "integer"}}},
   "truncated": {"type": "array", "items": {"type": "string"}}}, "required": ["seq", "type", "ts"]}`
 
 const resultSchema = `{
@@ -284,7 +285,7 @@ func summary(sn executions.Snapshot) string {
 		if part.s.Len() == 0 {
 			continue
 		}
-		text := toValidUTF8(part.s.String())
+		text := service.ValidUTF8(part.s.String())
 		if len(text) > maxText {
 			text = text[:maxText] + "\n[... cut here; the full output is in structuredContent.output]"
 		}
@@ -301,13 +302,6 @@ func portSuffix(p int) string {
 		return ""
 	}
 	return fmt.Sprintf(":%d", p)
-}
-
-func toValidUTF8(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 func structured(v map[string]any, text string, isErr bool) *mcp.CallToolResult {
@@ -338,85 +332,70 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 		if strings.TrimSpace(a.Command) == "" {
 			return toolError("invalid_arguments", "command is empty; give the shell command to run (or code with language)"), nil
 		}
-		spec, err := s.specFor(a)
-		if err != nil {
-			var pe *policy.Error
-			if errors.As(err, &pe) {
-				return toolError(pe.Code, pe.Error()), nil
-			}
-			return toolError("invalid_arguments", err.Error()), nil
+		ca := service.CommandArgs{Command: a.Command, Cwd: a.WorkingDirectory, Env: a.Environment, Interactive: a.Interactive,
+			Timeout: a.TimeoutSeconds, InSession: a.SessionID != ""}
+		if a.SandboxConfig != nil {
+			ca.Network, ca.Filesystem = a.SandboxConfig.Network, a.SandboxConfig.Filesystem
 		}
-		var ss *sessions.Session
-		if a.SessionID != "" {
-			if s.data == nil {
-				return toolError("invalid_arguments", "this server has no data sessions; omit session_id"), nil
-			}
-			if ss, _, err = s.data.Sessions.GetOrCreate(a.SessionID); err == nil {
-				err = ss.Acquire()
-			}
-			if err != nil {
-				var se *sessions.Error
-				if errors.As(err, &se) {
-					return toolError(se.Code, se.Message), nil
-				}
-				return toolError("internal_error", err.Error()), nil
-			}
-			if a.WorkingDirectory == "" {
-				spec.Cwd = sessions.WorkspaceMount
-			}
+		spec, err := s.svc.CommandSpec(ca)
+		if err != nil {
+			return toolErr(err), nil
 		}
 		owner := ownerFrom(ctx)
-		start := s.mgr.Starter()
-		if ss != nil {
-			start = s.starter(ss)
-		}
-		e, err := s.mgr.StartWith(owner, a.Command, spec, start)
-		if err == nil {
-			s.observe("command", "bash", e)
-		}
-		var released <-chan struct{} // the session is free again
-		switch {
-		case ss != nil && err != nil:
-			ss.Release()
-		case ss != nil:
-			released = s.holdSession(ss, e, map[string]any{"op": "execute_code", "code_bytes": len(a.Command), "code_sha256": sha([]byte(a.Command))}, nil)
-		}
-		if err != nil {
-			var le *executions.LimitError
-			if errors.As(err, &le) {
-				return toolError("too_many_executions", err.Error()), nil
+		var ss *sessions.Session
+		if a.SessionID != "" {
+			if ss, _, err = s.svc.Session(owner, a.SessionID); err != nil {
+				return toolErr(err), nil
 			}
-			return toolError("internal_error", err.Error()), nil
+		}
+		r, err := s.svc.Start(ctx, service.Request{Op: "execute_code", Kind: "command", Session: ss, Owner: owner, Label: a.Command, Spec: &spec})
+		if err != nil {
+			return toolErr(err), nil
 		}
 		wait := !async && (a.WaitForCompletion == nil || *a.WaitForCompletion)
 		if !wait {
-			sn := e.Snapshot(0)
-			return structured(map[string]any{"execution_id": e.ID, "status": status(sn.State), "exit_code": exitCode(sn),
-				"output": []any{}, "next_seq": 0}, "started execution "+e.ID+"; poll it with get_execution_output", false), nil
+			sn := r.Exec.Snapshot(0)
+			return structured(map[string]any{"execution_id": r.ID(), "status": status(sn.State), "exit_code": exitCode(sn),
+				"output": []any{}, "next_seq": 0}, "started execution "+r.ID()+"; poll it with get_execution_output", false), nil
 		}
-		sn := s.waitWithProgress(ctx, req, e)
-		if ctx.Err() != nil && !sn.State.Done() {
-			// The client went away or cancelled the call: so does the run.
-			_ = e.Cancel(true)
+		res := s.finish(ctx, req, r)
+		sn := res.Snapshot
+		v, text, isErr := result(sn), summary(sn), sn.State == executions.StateFailed
+		if res.QuotaExceeded != "" {
+			v["error"] = "quota_exceeded: " + res.QuotaExceeded
+			text += "\nquota_exceeded: " + res.QuotaExceeded
+			isErr = true
 		}
-		if sn.State.Done() && released != nil {
-			<-released // the caller's next call in this session must not find it busy
-		}
-		return structured(result(sn), summary(sn), sn.State == executions.StateFailed), nil
+		return structured(v, text, isErr), nil
 	}
+}
+
+// finish waits for a run, sending its output as progress notifications
+// when the request asks for them. If the client goes away first, the run
+// is stopped the gentle way (an interrupt, SIGTERM, then a kill).
+func (s *Server) finish(ctx context.Context, req mcp.CallToolRequest, r *service.Run) service.Result {
+	s.waitWithProgress(ctx, req, r.Exec)
+	return r.Wait(ctx)
+}
+
+// toolErr is a seed 002 error reply for any error of the service.
+func toolErr(err error) *mcp.CallToolResult {
+	code, msg := service.CodeOf(err)
+	return toolError(code, msg)
 }
 
 // waitWithProgress waits for the end of e; when the request carries a
 // progress token it sends the output as it comes, batched at most every
 // ProgressInterval. The final result always has the complete output.
-func (s *Server) waitWithProgress(ctx context.Context, req mcp.CallToolRequest, e *executions.Execution) executions.Snapshot {
+func (s *Server) waitWithProgress(ctx context.Context, req mcp.CallToolRequest, e *executions.Execution) {
 	var token mcp.ProgressToken
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
 	}
 	srv := server.ServerFromContext(ctx)
 	if token == nil || srv == nil {
-		return e.Wait(ctx, 0, true)
+		e.Wait(ctx, 0, true)
+		return
 	}
 	var sent uint64
 	progress := 0
@@ -432,7 +411,7 @@ func (s *Server) waitWithProgress(ctx context.Context, req mcp.CallToolRequest, 
 		}
 		if msg.Len() > 0 && !sn.State.Done() {
 			progress++
-			text := toValidUTF8(msg.String())
+			text := service.ValidUTF8(msg.String())
 			if len(text) > 16<<10 {
 				text = text[len(text)-16<<10:]
 			}
@@ -444,95 +423,14 @@ func (s *Server) waitWithProgress(ctx context.Context, req mcp.CallToolRequest, 
 			}
 		}
 		if sn.State.Done() {
-			return e.Snapshot(0)
+			return
 		}
 		select {
 		case <-ctx.Done():
-			return e.Snapshot(0)
+			return
 		case <-tick.C:
 		}
 	}
-}
-
-// specFor turns tool arguments into a runner spec within the ceiling.
-func (s *Server) specFor(a execArgs) (runner.Spec, error) {
-	cwd := a.WorkingDirectory
-	if cwd == "" {
-		cwd = "/tmp"
-	}
-	if !strings.HasPrefix(cwd, "/") || strings.IndexByte(cwd, 0) >= 0 {
-		return runner.Spec{}, &policy.Error{Code: "invalid_path", Field: "working_directory", Value: cwd, Message: "must be an absolute path (for example /tmp)"}
-	}
-	// Clean first, then check: "/tmp/../etc" is /etc.
-	cwd = path.Clean(cwd)
-	var call policy.Policy
-	if a.SandboxConfig != nil {
-		if a.SandboxConfig.Network != nil {
-			call.Network = *a.SandboxConfig.Network
-		}
-		if a.SandboxConfig.Filesystem != nil {
-			call.Filesystem = *a.SandboxConfig.Filesystem
-		}
-	}
-	timeout := s.cfg.DefaultTimeout
-	if a.TimeoutSeconds != nil {
-		if *a.TimeoutSeconds <= 0 {
-			return runner.Spec{}, &policy.Error{Code: "invalid_limit", Field: "timeout_seconds", Value: fmt.Sprint(*a.TimeoutSeconds), Message: "must be a positive number of seconds"}
-		}
-		timeout = time.Duration(*a.TimeoutSeconds * float64(time.Second))
-	}
-	if max := s.cfg.Ceiling.Limits.Timeout.Std(); max > 0 && timeout > max {
-		return runner.Spec{}, &policy.Error{Code: policy.CodeExceedsCeiling, Field: "timeout_seconds", Value: fmt.Sprint(timeout.Seconds()),
-			Message: fmt.Sprintf("is above the operator's maximum of %g seconds", max.Seconds())}
-	}
-	call.Limits.Timeout = policy.Duration(timeout)
-	p, err := policy.Narrow(s.cfg.Ceiling, call, cwd, s.cfg.Home)
-	if err != nil {
-		return runner.Spec{}, err
-	}
-	if !policy.Within(cwd, "/tmp") && !(a.SessionID != "" && policy.Within(cwd, sessions.WorkspaceMount)) {
-		roots := append(append([]string(nil), s.cfg.Ceiling.Filesystem.AllowRead...), s.cfg.Ceiling.Filesystem.AllowWrite...)
-		ok := false
-		for _, r := range roots {
-			if policy.Within(cwd, policy.ExpandPath(r, "/", s.cfg.Home)) {
-				ok = true
-			}
-		}
-		if !ok {
-			return runner.Spec{}, &policy.Error{Code: policy.CodeExceedsCeiling, Field: "working_directory", Value: cwd,
-				Message: "is outside the paths the operator allows (" + listOrNone(roots) + "); use /tmp"}
-		}
-	}
-	stdin := runner.StdinPipe
-	if a.Interactive {
-		stdin = runner.StdinPTY
-	}
-	ceil := &runner.Ceiling{}
-	for _, r := range s.cfg.Ceiling.Filesystem.AllowRead {
-		ceil.Read = append(ceil.Read, policy.ExpandPath(r, cwd, s.cfg.Home))
-	}
-	for _, w := range s.cfg.Ceiling.Filesystem.AllowWrite {
-		ceil.Write = append(ceil.Write, policy.ExpandPath(w, cwd, s.cfg.Home))
-	}
-	return runner.Spec{
-		Version:    runner.SpecVersion,
-		Argv:       []string{s.cfg.Shell, "-c", a.Command},
-		Cwd:        cwd,
-		Home:       s.cfg.Home,
-		Env:        a.Environment,
-		Policy:     p,
-		Stdin:      stdin,
-		Ceiling:    ceil,
-		PrivateCwd: true,
-		Hide:       s.cfg.Hide,
-	}, nil
-}
-
-func listOrNone(ps []string) string {
-	if len(ps) == 0 {
-		return "none"
-	}
-	return strings.Join(ps, ", ")
 }
 
 type idArgs struct {

@@ -4,6 +4,7 @@ package nofollow
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -206,4 +207,78 @@ func TestReadDirTypes(t *testing.T) {
 	if got["f"] != "file" || got["d"] != "dir" || got["l"] != "link" || len(got) != 3 {
 		t.Fatalf("entries: %v", got)
 	}
+}
+
+// WalkTree sees every entry of a tree far deeper than the descriptors it
+// holds, never enters a link, and stops at its limit.
+func TestWalkTree(t *testing.T) {
+	root := t.TempDir()
+	p := root
+	for i := 0; i < 300; i++ {
+		p = filepath.Join(p, "d")
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "f"), []byte("12345"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(root, "side"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "side", "g"), []byte("1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc", filepath.Join(root, "side", "etc")); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	fdsBefore := openFDs(t)
+	files, dirs, links, size := 0, 0, 0, int64(0)
+	maxFDs := 0
+	err = WalkTree(d, 0, func(rel string, st Stat) error {
+		switch {
+		case st.Mode&fs.ModeSymlink != 0:
+			links++
+		case st.IsDir():
+			dirs++
+		default:
+			files++
+			size += st.Size
+		}
+		if strings.HasPrefix(rel, "side/etc/") {
+			t.Errorf("walked into a link: %s", rel)
+		}
+		if n := openFDs(t); n > maxFDs {
+			maxFDs = n
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files != 301 || dirs != 301 || links != 1 || size != 300*5+1 {
+		t.Fatalf("files %d dirs %d links %d size %d", files, dirs, links, size)
+	}
+	if maxFDs-fdsBefore > walkHeld+4 {
+		t.Fatalf("a 300-deep walk held %d descriptors", maxFDs-fdsBefore)
+	}
+	if n := openFDs(t); n != fdsBefore {
+		t.Fatalf("descriptors left open: %d -> %d", fdsBefore, n)
+	}
+	if err := WalkTree(d, 100, func(string, Stat) error { return nil }); !errors.Is(err, ErrTooMany) {
+		t.Fatalf("limit: %v", err)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(ents)
 }

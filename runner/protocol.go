@@ -135,6 +135,7 @@ const (
 	EventStdout    = "stdout"
 	EventStderr    = "stderr"
 	EventViolation = "violation"
+	EventFile      = "file"      // added by the server: a workspace file changed while the run worked
 	EventExit      = "exit"      // terminal
 	EventTimeout   = "timeout"   // terminal
 	EventCancelled = "cancelled" // terminal
@@ -188,6 +189,18 @@ type Event struct {
 
 	// violation
 	Violation *Violation `json:"violation,omitempty"`
+
+	// file
+	File *FileChange `json:"file,omitempty"`
+}
+
+// FileChange is a workspace file a run created, changed or removed, as the
+// server saw it while the run worked (so a client polling a long run sees
+// its artifacts appear).
+type FileChange struct {
+	Path string `json:"path"`                 // e.g. /mnt/data/out.csv
+	Op   string `json:"op"`                   // created, changed or removed
+	Size int64  `json:"size_bytes,omitempty"` // created and changed
 }
 
 // Violation describes something the sandbox refused (or, for network

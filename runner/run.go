@@ -416,7 +416,15 @@ func (r *Run) terminalEvent(res procResult) Event {
 	case reason == EventTimeout:
 		return Event{Type: EventTimeout, TimeoutSeconds: r.spec.Policy.Limits.Timeout.Std().Seconds(), DurationMS: dur, Truncated: trunc}
 	case reason == EventCancelled:
-		return Event{Type: EventCancelled, DurationMS: dur, Truncated: trunc}
+		// The signal that ended the command (SIGTERM, or SIGKILL after
+		// the grace period), so a caller can report it as a shell would.
+		e := Event{Type: EventCancelled, DurationMS: dur, Truncated: trunc}
+		if sig := res.sig; sig > 0 {
+			e.Signal = signalName(syscall.Signal(sig))
+		} else if res.code > 128 && res.code < 128+65 {
+			e.Signal = signalName(syscall.Signal(res.code - 128))
+		}
+		return e
 	}
 	e := Event{Type: EventExit, ExitCode: res.code, DurationMS: dur, Truncated: trunc, CPUMS: res.cpuMS, MaxRSSBytes: res.maxRSS}
 	if res.sig > 0 {
@@ -651,6 +659,17 @@ func selfExe() (string, error) {
 		return "", err
 	}
 	return filepath.EvalSymlinks(p)
+}
+
+// SignalNumber is the number of a signal named as in events ("SIGTERM",
+// "SIG34"), or 0.
+func SignalNumber(name string) int {
+	for n := syscall.Signal(1); n < 65; n++ {
+		if signalName(n) == name {
+			return int(n)
+		}
+	}
+	return 0
 }
 
 func signalName(s syscall.Signal) string {

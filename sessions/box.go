@@ -1,6 +1,11 @@
 package sessions
 
-import "github.com/srt-mcp/srt-mcp/runner"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/srt-mcp/srt-mcp/runner"
+)
 
 // Box is what a backend knows of a data session: its id and the host
 // directories it mounts (the workspace at /mnt/data, the cache at the
@@ -34,4 +39,12 @@ const SitePackages = CacheMount + "/site-packages"
 func Env() map[string]string {
 	return map[string]string{"MPLCONFIGDIR": CacheMount + "/matplotlib", "XDG_CACHE_HOME": CacheMount,
 		"PYTHONPATH": SitePackages}
+}
+
+// ForConversation is the session id of a seed 003 conversation (sess_ + 12
+// hex of a hash of its id): its files are the ones every tool sees under
+// that id.
+func ForConversation(conversationID string) string {
+	h := sha256.Sum256([]byte("srt-mcp conversation\x00" + conversationID))
+	return "sess_" + hex.EncodeToString(h[:6])
 }

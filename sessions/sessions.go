@@ -85,8 +85,8 @@ var DefaultUIDs = UIDRange{First: 2_000_000, Count: 1 << 24}
 //	    instance               session id; instance names the owning server
 //	    data/                  the workspace, /mnt/data in its sandboxes
 //	    cache/                 the sandbox's ~/.cache
+//	workspaces/.cache-template/ copied into each new session's cache
 //	audit/<session id>.jsonl   kept after the session
-//	cache-template/
 //
 // A sandbox sees <state>/workspaces/<w>/data in its mount table: nothing
 // there names a session, the server, or another workspace.
@@ -170,6 +170,15 @@ func New(cfg Config) (*Registry, error) {
 			_ = removeStale(filepath.Join(root, e.Name())) // a lock file each: what stays is tried again next time
 		}
 	}
+	// Earlier servers built and kept the cache template in the state
+	// directory itself: one killed while building left its directory there.
+	if ents, err := os.ReadDir(cfg.StateDir); err == nil {
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "cache-build-") || strings.HasPrefix(e.Name(), "cache-template") {
+				_ = nofollow.RemoveAll(filepath.Join(cfg.StateDir, e.Name()))
+			}
+		}
+	}
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	s.dir = filepath.Join(root, hex.EncodeToString(b))
@@ -192,17 +201,21 @@ func New(cfg Config) (*Registry, error) {
 // (caches built once by the server, such as matplotlib's font list), or ""
 // while there is none.
 func (s *Registry) CacheTemplate() string {
-	t := filepath.Join(s.cfg.StateDir, "cache-template")
+	t := filepath.Join(s.ws, cacheTemplate)
 	if _, err := os.Stat(t); err != nil {
 		return ""
 	}
 	return t
 }
 
-// SetCacheTemplate installs dir (built by the caller, inside the state
+// cacheTemplate is the template's name among the workspaces (the same
+// file system as the workspaces, which may be a mount of its own).
+const cacheTemplate = ".cache-template"
+
+// SetCacheTemplate installs dir (built by the caller in a MkdirTemp
 // directory) as the cache template, replacing any older one.
 func (s *Registry) SetCacheTemplate(dir string) error {
-	t := filepath.Join(s.cfg.StateDir, "cache-template")
+	t := filepath.Join(s.ws, cacheTemplate)
 	old := t + ".old"
 	_ = nofollow.RemoveAll(old)
 	_ = os.Rename(t, old)
@@ -210,14 +223,24 @@ func (s *Registry) SetCacheTemplate(dir string) error {
 	return os.Rename(dir, t)
 }
 
-// MkdirTemp makes a new directory in the state directory that sandboxes
-// can reach like a workspace (the server's own preparatory runs use it).
+// MkdirTemp makes a new directory that sandboxes can reach like a
+// workspace (the server's own preparatory runs use it). It lies among the
+// workspaces and names this server, so a server killed while using it
+// leaves nothing behind: the next one removes it with the other leftovers.
 func (s *Registry) MkdirTemp(pattern string) (string, error) {
-	d, err := os.MkdirTemp(s.cfg.StateDir, pattern)
-	if err == nil {
-		err = os.Chmod(d, s.dirMode())
+	d, err := os.MkdirTemp(s.ws, pattern)
+	if err != nil {
+		return "", err
 	}
-	return d, err
+	err = os.Chmod(d, s.dirMode())
+	if err == nil {
+		err = os.WriteFile(filepath.Join(d, "instance"), []byte(s.Instance()), 0o600)
+	}
+	if err != nil {
+		_ = nofollow.RemoveAll(d)
+		return "", err
+	}
+	return d, nil
 }
 
 // Owner is who owns the sessions' files (nil: the server).
@@ -676,6 +699,9 @@ func (s *Registry) RemoveLeftovers() (int, error) {
 	n := 0
 	var errs []error
 	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), cacheTemplate) {
+			continue // the servers' shared template
+		}
 		p := filepath.Join(s.ws, e.Name())
 		owner := ""
 		if d, err := nofollow.OpenDir(p); err == nil {
@@ -757,6 +783,13 @@ func (ss *Session) Acquire() error {
 	ss.busy = true
 	ss.lastUsed = time.Now()
 	return nil
+}
+
+// Busy reports whether a run holds the session.
+func (ss *Session) Busy() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.busy
 }
 
 // Release ends a run.
@@ -1022,18 +1055,59 @@ func (ss *Session) Open(rel string) (*os.File, FileInfo, error) {
 	return f, fileInfo(rel, fi), nil
 }
 
-// List returns the workspace's regular files (recursively), sorted.
+// MaxFiles bounds the entries (files, directories, links) a workspace
+// may hold: a walk past it stops, and the workspace quota counts it as
+// exceeded.
+const MaxFiles = 100_000
+
+// Usage is what a workspace holds.
+type Usage struct {
+	Bytes   int64 // the regular files' sizes
+	Entries int   // files, directories and links
+	// Over says the walk stopped at MaxFiles (Bytes and Entries are then
+	// lower bounds).
+	Over bool
+}
+
+// walk calls fn for every entry of the workspace, never following a link,
+// whatever the depth, up to MaxFiles entries.
+func (ss *Session) walk(fn func(rel string, st nofollow.Stat)) (bool, error) {
+	root, err := ss.workspace()
+	if err != nil {
+		return false, err
+	}
+	defer root.Close()
+	err = nofollow.WalkTree(root, MaxFiles, func(rel string, st nofollow.Stat) error {
+		fn(rel, st)
+		return nil
+	})
+	if errors.Is(err, nofollow.ErrTooMany) {
+		return true, nil
+	}
+	return false, err
+}
+
+// Usage walks the workspace and totals what it holds.
+func (ss *Session) Usage() (Usage, error) {
+	var u Usage
+	over, err := ss.walk(func(rel string, st nofollow.Stat) {
+		u.Entries++
+		if st.Mode.IsRegular() {
+			u.Bytes += st.Size
+		}
+	})
+	u.Over = over
+	return u, err
+}
+
+// List returns the workspace's regular files (recursively, at most
+// MaxFiles entries walked), sorted.
 func (ss *Session) List() []FileInfo {
 	var out []FileInfo
-	_ = filepath.WalkDir(ss.Workspace, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !d.Type().IsRegular() {
-			return nil
+	_, _ = ss.walk(func(rel string, st nofollow.Stat) {
+		if st.Mode.IsRegular() {
+			out = append(out, FileInfo{Path: WorkspaceMount + "/" + rel, Filename: rel, Size: st.Size, MIME: MIMEType(rel), ModTime: st.Mtime})
 		}
-		rel, _ := filepath.Rel(ss.Workspace, p)
-		if fi, err := d.Info(); err == nil {
-			out = append(out, fileInfo(filepath.ToSlash(rel), fi))
-		}
-		return nil
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
@@ -1049,6 +1123,20 @@ func (ss *Session) Listing() Listing {
 		m[f.Path] = f
 	}
 	return m
+}
+
+// Scan lists the workspace and totals what it holds, in one walk.
+func (ss *Session) Scan() (Listing, Usage) {
+	m, u := Listing{}, Usage{}
+	over, _ := ss.walk(func(rel string, st nofollow.Stat) {
+		u.Entries++
+		if st.Mode.IsRegular() {
+			u.Bytes += st.Size
+			m[WorkspaceMount+"/"+rel] = FileInfo{Path: WorkspaceMount + "/" + rel, Filename: rel, Size: st.Size, MIME: MIMEType(rel), ModTime: st.Mtime}
+		}
+	})
+	u.Over = over
+	return m, u
 }
 
 // Artifacts are files new or changed (size or mtime) since before.

@@ -355,7 +355,11 @@ func TestMIMEType(t *testing.T) {
 func TestCacheTemplate(t *testing.T) {
 	s := newSessions(t, Config{})
 	before, _, _ := s.GetOrCreate("")
-	build := filepath.Join(s.StateDir(), "cache-build-x")
+	tmp, err := s.MkdirTemp("cache-build-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := filepath.Join(tmp, "cache")
 	if err := os.MkdirAll(filepath.Join(build, "matplotlib"), 0o700); err != nil {
 		t.Fatal(err)
 	}

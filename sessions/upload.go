@@ -1,15 +1,12 @@
-package mcpserver
+package sessions
 
-import (
-	"fmt"
-	"net/http"
-)
+import "fmt"
 
-// uploadBudget bounds one multipart request: its parts, its non-file
+// UploadBudget bounds one multipart request: its parts, its non-file
 // fields, and the total of its files (SANDBOX_MAX_UPLOAD_BYTES bounds a
 // file and a request alike).
-type uploadBudget struct {
-	maxTotal int64
+type UploadBudget struct {
+	MaxTotal int64
 	parts    int
 	fields   int
 	total    int64
@@ -20,9 +17,9 @@ const (
 	maxUploadFields = 32
 )
 
-// part accounts for the next part; file says whether it carries a file. An
+// Part accounts for the next part; file says whether it carries a file. An
 // error is the reply to send (413).
-func (u *uploadBudget) part(file bool) error {
+func (u *UploadBudget) Part(file bool) error {
 	u.parts++
 	if u.parts > maxUploadParts {
 		return fmt.Errorf("too many parts in one upload (at most %d); send the files in several requests", maxUploadParts)
@@ -36,13 +33,11 @@ func (u *uploadBudget) part(file bool) error {
 	return nil
 }
 
-// file accounts for a file's bytes.
-func (u *uploadBudget) file(n int) error {
+// File accounts for a file's bytes.
+func (u *UploadBudget) File(n int) error {
 	u.total += int64(n)
-	if u.total > u.maxTotal {
-		return fmt.Errorf("the files of one upload total more than %d bytes (SANDBOX_MAX_UPLOAD_BYTES); send them in several requests", u.maxTotal)
+	if u.total > u.MaxTotal {
+		return fmt.Errorf("the files of one upload total more than %d bytes (SANDBOX_MAX_UPLOAD_BYTES); send them in several requests", u.MaxTotal)
 	}
 	return nil
 }
-
-const statusTooLarge = http.StatusRequestEntityTooLarge

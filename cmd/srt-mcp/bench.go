@@ -29,6 +29,11 @@ to minimal bwrap (the issue's goal is at most 1.3x).`,
 		&cli.StringFlag{Name: "image", Value: defaultImage, Usage: "with --docker: the image"},
 		&cli.BoolFlag{Name: "net", Usage: "instead: curl a 200 MB file and a small file over loopback, direct vs through the sandbox's proxy (CONNECT)"},
 		&cli.StringFlag{Name: "against", Usage: "also time `BIN` exec (another srt-mcp build) in the same rounds, and print this build's ratio to it"},
+		&cli.BoolFlag{Name: "load", Usage: "instead: --clients MCP TypeScript SDK clients, each in its own session, run cells back to back for --seconds against a server on its defaults; errors, p50/p99, throughput, and the server's RSS, descriptors, processes and goroutines before and after"},
+		&cli.IntFlag{Name: "clients", Value: 50, Usage: "with --load: concurrent clients"},
+		&cli.IntFlag{Name: "seconds", Value: 60, Usage: "with --load: how long they run"},
+		&cli.StringFlag{Name: "client-dir", Usage: "with --load: the directory with load.mjs and the SDK's node_modules (default $SRT_MCP_CLIENTS, else integration/mcpclient)"},
+		&cli.BoolFlag{Name: "json", Usage: "with --load: print the report as one JSON line"},
 	},
 	Action: runBench,
 }
@@ -40,6 +45,9 @@ type benchCase struct {
 }
 
 func runBench(c *cli.Context) error {
+	if c.Bool("load") {
+		return runLoadBench(c)
+	}
 	if c.Bool("net") {
 		return runNetBench(c)
 	}

@@ -145,7 +145,7 @@ func liveCheck(user *runner.SandboxUser) []check {
 // runs are kept apart. A host without an engine is fine for the native
 // backend.
 func dockerChecks(image string) []check {
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		return []check{{Name: "docker backend", Status: "ok", Detail: "no Docker client configuration (only --backend docker needs an engine)"}}
 	}

@@ -11,15 +11,15 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/srt-mcp/srt-mcp/mcpserver"
+	"github.com/srt-mcp/srt-mcp/librechat"
 )
 
 // libreChatConfig builds the Code API's configuration from the flags.
-func libreChatConfig(c *cli.Context, host string) (*mcpserver.LibreChatConfig, error) {
+func libreChatConfig(c *cli.Context, host string) (*librechat.Config, error) {
 	if c.String("librechat-prefix") == "" {
 		return nil, nil
 	}
-	cfg := &mcpserver.LibreChatConfig{Prefix: c.String("librechat-prefix"), APIKey: c.String("librechat-api-key"),
+	cfg := &librechat.Config{Prefix: c.String("librechat-prefix"), APIKey: c.String("librechat-api-key"),
 		NoAuth: c.Bool("librechat-no-auth"), RateScale: c.Float64("librechat-rate-scale")}
 	if cfg.NoAuth && !isLoopback(host) && !c.Bool("insecure-no-auth") {
 		return nil, fmt.Errorf("--librechat-no-auth on %s would let anyone who reaches it run code: use it on a loopback bind, set --librechat-api-key or --librechat-jwt-public-key, or add --insecure-no-auth", host)

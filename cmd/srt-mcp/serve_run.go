@@ -12,14 +12,19 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/srt-mcp/srt-mcp/downloads"
 	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/librechat"
 	"github.com/srt-mcp/srt-mcp/mcpserver"
+	"github.com/srt-mcp/srt-mcp/ops"
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/service"
 	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
@@ -50,17 +55,26 @@ func runServe(c *cli.Context) error {
 		if h == "" {
 			h = "0.0.0.0"
 		}
-		if err := c.Set("host", h); err == nil {
+		err = c.Set("host", h)
+		if err == nil {
 			err = c.Set("port", p)
 		}
-		if err != nil {
+		if err != nil { // (a shadowed err once dropped these)
 			return cli.Exit(fmt.Sprintf("--addr %q: %v", a, err), exitUsage)
 		}
 	}
 	// Usage errors before anything is created.
 	host, token := c.String("host"), c.String("token")
-	var lcCfg *mcpserver.LibreChatConfig
+	var lcCfg *librechat.Config
 	var maxBody int64
+	sessionTTL, err := mcpSessionTTL(c, ceiling.Limits.Timeout.Std())
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	quota, err := parseQuota(c.String("workspace-quota"))
+	if err != nil {
+		return cli.Exit("--workspace-quota (SANDBOX_WORKSPACE_QUOTA): "+err.Error(), exitUsage)
+	}
 	if !c.Bool("stdio") {
 		if token == "" && !isLoopback(host) && !c.Bool("insecure-no-auth") {
 			return cli.Exit(fmt.Sprintf("refusing to serve on %s without authentication: set --token (or SANDBOX_AUTH_TOKEN), or pass --insecure-no-auth", host), exitUsage)
@@ -152,7 +166,7 @@ func runServe(c *cli.Context) error {
 			logger.Info("removed the workspaces a previous server left behind", "state_dir", stateDir, "sessions", n, "error", err)
 		}
 	}()
-	secret, err := mcpserver.LoadOrCreateSecret(c.String("file-secret"), stateDir)
+	secret, err := downloads.LoadOrCreateSecret(c.String("file-secret"), stateDir)
 	if err != nil {
 		return cli.Exit("file-signing secret: "+err.Error(), 1)
 	}
@@ -160,16 +174,22 @@ func runServe(c *cli.Context) error {
 	if baseURL == "" {
 		baseURL = fmt.Sprintf("http://%s", net.JoinHostPort(c.String("host"), fmt.Sprint(c.Int("port"))))
 	}
-	var signer *mcpserver.FileSigner
+	var signer *downloads.Signer
 	if !c.Bool("stdio") || c.IsSet("public-base-url") {
-		signer = &mcpserver.FileSigner{Secret: secret, BaseURL: baseURL, TTL: c.Duration("download-ttl")}
+		signer = &downloads.Signer{Secret: secret, BaseURL: baseURL, TTL: c.Duration("download-ttl")}
 	}
-	srv := mcpserver.New(mcpserver.Config{Ceiling: ceiling, DefaultTimeout: def, Home: home, Logger: logger, Version: version, Hide: []string{stateDir},
-		Data: mcpserver.DataConfig{
-			Sessions: sessions, Python: c.String("python"), ExecTimeout: time.Duration(c.Int("exec-timeout-seconds")) * time.Second,
-			MaxOutputBytes: c.Int64("max-output-bytes"), MaxCodeBytes: c.Int("max-code-bytes"), MaxUploadBytes: c.Int64("max-upload-bytes"),
-			MaxArtifactRead: c.Int64("max-artifact-read-bytes"), Files: signer, Backend: backend, WarmPool: c.Int("warm-pool"), PipIndex: c.String("pip-index-url"), Node: c.String("node"),
-		}}, mgr)
+	metrics := ops.New()
+	svc := service.New(service.Config{
+		Ceiling: ceiling, DefaultTimeout: def, Home: home, Logger: logger, Hide: []string{stateDir},
+		Sessions: sessions, Backend: backend, Python: c.String("python"), Node: c.String("node"),
+		ExecTimeout: time.Duration(c.Int("exec-timeout-seconds")) * time.Second, MaxOutputBytes: c.Int64("max-output-bytes"),
+		MaxCodeBytes: c.Int("max-code-bytes"), MaxUploadBytes: c.Int64("max-upload-bytes"), MaxArtifactRead: c.Int64("max-artifact-read-bytes"),
+		WorkspaceQuota: quota, MaxSessionsPerCaller: c.Int("max-sessions-per-caller"),
+		PipIndex: c.String("pip-index-url"), WarmPool: c.Int("warm-pool"), Files: signer, Observe: metrics.Observe,
+	}, mgr)
+	metrics.Bind(svc)
+	defer svc.Shutdown() // before the registry's: the warm pool stops filling first
+	srv := mcpserver.New(mcpserver.Config{Logger: logger, Version: version}, svc)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	defer func() {
@@ -186,18 +206,17 @@ func runServe(c *cli.Context) error {
 		return nil
 	}
 
-	handler := srv.HTTPHandler(mcpserver.HTTPConfig{
-		LibreChat: lcCfg,
-		Token:     token, AllowedOrigins: c.StringSlice("allowed-origin"), AllowedHosts: allowedHosts(c), MaxBody: maxBody,
-		RateLimit: c.Float64("rate-limit"), SessionTTL: c.Duration("session-ttl"), MetricsToken: c.String("metrics-token"),
-	})
+	handler := httpRoutes(httpConfig{
+		Token: token, AllowedOrigins: c.StringSlice("allowed-origin"), AllowedHosts: allowedHosts(c), MaxBody: maxBody,
+		RateLimit: c.Float64("rate-limit"), SessionTTL: sessionTTL, MetricsToken: c.String("metrics-token"), LibreChat: lcCfg,
+	}, svc, srv, metrics, signer)
 	addr := net.JoinHostPort(host, fmt.Sprint(c.Int("port")))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("listen on %s: %v", addr, err), 1)
 	}
 	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
-	logger.Info("srt-mcp serving MCP", "url", "http://"+ln.Addr().String()+"/mcp", "auth", token != "")
+	logger.Info("srt-mcp serving MCP", "url", "http://"+ln.Addr().String()+"/mcp", "auth", token != "", "mcp_session_ttl", sessionTTL.String())
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -208,6 +227,34 @@ func runServe(c *cli.Context) error {
 		return cli.Exit(err.Error(), 1)
 	}
 	return nil
+}
+
+// mcpSessionTTL is --session-ttl: by default 30 minutes, or the longest
+// call (--max-timeout) plus 5 minutes when that is longer, so that no
+// session idles out in the middle of a call; set shorter than that, it is
+// a usage error.
+func mcpSessionTTL(c *cli.Context, maxCall time.Duration) (time.Duration, error) {
+	need := maxCall + 5*time.Minute
+	if !c.IsSet("session-ttl") {
+		return max(30*time.Minute, need), nil
+	}
+	ttl := c.Duration("session-ttl")
+	if maxCall > 0 && ttl < need {
+		return 0, fmt.Errorf("--session-ttl (SANDBOX_MCP_SESSION_TTL) %s is shorter than the longest call (--max-timeout %s) plus 5 minutes: a session could expire in the middle of a call; set it to at least %s, or lower --max-timeout", ttl, maxCall, need)
+	}
+	return ttl, nil
+}
+
+// parseQuota reads --workspace-quota: a size, or 0 / none for no quota.
+func parseQuota(v string) (int64, error) {
+	if v == "0" || strings.EqualFold(v, "none") {
+		return -1, nil
+	}
+	n, err := parseSize(v)
+	if err == nil && n <= 0 {
+		err = fmt.Errorf("%q: want a size such as 1G, or none", v)
+	}
+	return n, err
 }
 
 // allowedHosts are --allowed-host's names plus --public-base-url's host

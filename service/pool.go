@@ -1,4 +1,4 @@
-package mcpserver
+package service
 
 import (
 	"context"
@@ -14,28 +14,30 @@ var PreloadModules = []string{"numpy", "pandas", "matplotlib", "matplotlib.pyplo
 // pool keeps a few sessions ready: a fresh workspace each, with a Python
 // kernel that has already imported the data stack. A new workspace claims
 // one instead of starting cold; the pool refills in the background, one
-// at a time, and is drained with the sessions at shutdown. Pooled
-// sessions do not count against the session cap.
+// at a time. Pooled sessions do not count against the session cap. At
+// shutdown the pool stops filling and closes the sessions still waiting.
 type pool struct {
-	s     *Server
+	s     *Service
 	size  int
 	mu    sync.Mutex
 	ready []*sessions.Session
 	wake  chan struct{}
 	stop  chan struct{}
+	done  chan struct{}
 	once  sync.Once
 }
 
-func (s *Server) startPool(size int) {
+func (s *Service) startPool(size int) {
 	if size <= 0 {
 		return
 	}
-	p := &pool{s: s, size: size, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	p := &pool{s: s, size: size, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	s.pool = p
 	go p.loop()
 }
 
 func (p *pool) loop() {
+	defer close(p.done)
 	backoff := time.Second
 	for {
 		p.mu.Lock()
@@ -64,25 +66,37 @@ func (p *pool) loop() {
 }
 
 func (p *pool) fill() error {
-	ss, err := p.s.data.Sessions.CreatePooled()
+	select {
+	case <-p.stop:
+		return nil
+	default:
+	}
+	ss, err := p.s.reg.CreatePooled()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	go func() { // shutdown does not wait for a kernel's start
+		select {
+		case <-p.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	k, _, err := p.s.kernelFor(ctx, ss, "python")
 	if err == nil {
 		err = k.Preload(ctx, PreloadModules)
 	}
 	if err != nil {
-		_ = p.s.data.Sessions.Close(ss.ID)
+		_ = p.s.reg.Close(ss.ID)
 		return err
 	}
 	p.mu.Lock()
 	select {
 	case <-p.stop:
 		p.mu.Unlock()
-		_ = p.s.data.Sessions.Close(ss.ID)
+		_ = p.s.reg.Close(ss.ID)
 		return nil
 	default:
 	}
@@ -102,7 +116,7 @@ func (p *pool) take() *sessions.Session {
 	for len(p.ready) > 0 && ss == nil {
 		ss = p.ready[0]
 		p.ready = p.ready[1:]
-		if err := p.s.data.Sessions.Claim(ss); err != nil {
+		if err := p.s.reg.Claim(ss); err != nil {
 			p.ready = append([]*sessions.Session{ss}, p.ready...)
 			ss = nil
 			break
@@ -126,9 +140,19 @@ func (p *pool) Ready() int {
 	return len(p.ready)
 }
 
+// close stops the pool, waits for its loop, and closes the sessions
+// waiting in it (their kernels with them).
 func (p *pool) close() {
 	if p == nil {
 		return
 	}
 	p.once.Do(func() { close(p.stop) })
+	<-p.done
+	p.mu.Lock()
+	ready := p.ready
+	p.ready = nil
+	p.mu.Unlock()
+	for _, ss := range ready {
+		_ = p.s.reg.Close(ss.ID)
+	}
 }

@@ -1,6 +1,4 @@
-package mcpserver
-
-// The LibreChat-compatible Code API (what LibreChat's execute_code tool and
+// Package librechat is srt-mcp's LibreChat-compatible Code API (what LibreChat's execute_code tool and
 // file helpers call; see the wire contract in the project notes): POST
 // exec, POST upload, POST upload/batch, GET download/{sid}/{fid}, GET
 // files/{sid}, GET sessions/{sid}/objects/{fid}, DELETE files/{sid}/{fid},
@@ -13,7 +11,8 @@ package mcpserver
 // code with /mnt/data as its working directory, and lists the files it
 // created or changed under its own session id, where download and the
 // listings find them. Request bodies are never logged: legacy clients put
-// their API key in them.
+// their API key in them. Every run goes through the run service.
+package librechat
 
 import (
 	"crypto"
@@ -42,11 +41,12 @@ import (
 
 	"github.com/srt-mcp/srt-mcp/guard"
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/service"
 	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
-// LibreChatConfig configures the Code API.
-type LibreChatConfig struct {
+// Config configures the Code API.
+type Config struct {
 	Prefix string // mount point, e.g. "/v1/librechat"
 	APIKey string // X-API-Key (legacy clients); "" disables the key
 	// JWTKeys verify Bearer tokens (current clients): EdDSA or RS256,
@@ -73,8 +73,8 @@ type lcFile struct {
 }
 
 type librechat struct {
-	s   *Server
-	cfg LibreChatConfig
+	svc *service.Service
+	cfg Config
 	mu  sync.Mutex // index files
 	rl  sync.Map   // principal+class -> *rate.Limiter
 }
@@ -91,8 +91,8 @@ func lcID() string {
 	return string(b)
 }
 
-// LibreChatHandler serves the Code API (mounted by HTTPHandler).
-func (s *Server) LibreChatHandler(cfg LibreChatConfig) http.Handler {
+// New serves the Code API (mounted under its prefix by the command).
+func New(cfg Config, svc *service.Service) http.Handler {
 	if cfg.TTL <= 0 {
 		cfg.TTL = 24 * time.Hour
 	}
@@ -102,7 +102,7 @@ func (s *Server) LibreChatHandler(cfg LibreChatConfig) http.Handler {
 	if cfg.RateScale <= 0 {
 		cfg.RateScale = 1
 	}
-	lc := &librechat{s: s, cfg: cfg}
+	lc := &librechat{svc: svc, cfg: cfg}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /exec", lc.auth("exec", lc.exec))
 	mux.HandleFunc("POST /upload", lc.auth("upload", lc.upload(false)))
@@ -164,7 +164,7 @@ func (lc *librechat) principal(r *http.Request) (string, error) {
 	}
 	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
 		if len(lc.cfg.JWTKeys) == 0 {
-			return "", errors.New("Bearer tokens are not configured on this server (--librechat-jwt-public-key)")
+			return "", errors.New("bearer tokens are not configured on this server (--librechat-jwt-public-key)")
 		}
 		tok := strings.TrimPrefix(h, "Bearer ")
 		var lastErr error
@@ -217,7 +217,7 @@ func (lc *librechat) limit(principal, class string) time.Duration {
 }
 
 func (lc *librechat) health(w http.ResponseWriter, r *http.Request) {
-	lcJSON(w, http.StatusOK, map[string]any{"status": "ok", "languages": lc.s.availableLanguages(), "running": lc.s.mgr.Running()})
+	lcJSON(w, http.StatusOK, map[string]any{"status": "ok", "languages": lc.svc.Languages(), "running": lc.svc.Manager().Running()})
 }
 
 // index: the files of a storage session, by id, in the session directory
@@ -242,7 +242,7 @@ func (lc *librechat) writeIndex(ss *sessions.Session, idx map[string]lcFile) err
 }
 
 func (lc *librechat) session(w http.ResponseWriter, sid string) *sessions.Session {
-	ss, err := lc.s.data.Sessions.Get(sid)
+	ss, err := lc.svc.Get(sid)
 	if err != nil {
 		lcError(w, http.StatusNotFound, "Session not found", "details", "The session may have expired or does not exist")
 		return nil
@@ -252,7 +252,7 @@ func (lc *librechat) session(w http.ResponseWriter, sid string) *sessions.Sessio
 
 // newStorage is a fresh storage session.
 func (lc *librechat) newStorage(w http.ResponseWriter) *sessions.Session {
-	ss, err := lc.s.data.Sessions.CreateStorage(lc.cfg.TTL, lc.cfg.MaxStored)
+	ss, err := lc.svc.Sessions().CreateStorage(lc.cfg.TTL, lc.cfg.MaxStored)
 	if err != nil {
 		lcError(w, http.StatusServiceUnavailable, err.Error())
 		return nil
@@ -279,13 +279,14 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 		lcError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
 		return
 	}
-	rt, ok := lc.s.runtimes().Get(req.Lang)
-	if !ok || !lc.s.runtimeAvailable(rt) {
-		lcError(w, http.StatusBadRequest, "Unsupported language: "+req.Lang, "languages", lc.s.availableLanguages())
+	rt, err := lc.svc.Runtime(req.Lang)
+	if err != nil {
+		lcError(w, http.StatusBadRequest, "Unsupported language: "+req.Lang, "languages", lc.svc.Languages())
 		return
 	}
-	if len(req.Code) > lc.s.data.MaxCodeBytes {
-		lcError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("code is %d bytes, more than the %d-byte limit", len(req.Code), lc.s.data.MaxCodeBytes))
+	if err := lc.svc.CheckCode(req.Code); err != nil {
+		_, msg := service.CodeOf(err)
+		lcError(w, http.StatusRequestEntityTooLarge, msg)
 		return
 	}
 	ss := lc.newStorage(w)
@@ -298,7 +299,7 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 	var notes []string
 	refs := req.Files
 	if req.SessionID != "" {
-		if src, err := lc.s.data.Sessions.Get(req.SessionID); err == nil {
+		if src, err := lc.svc.Get(req.SessionID); err == nil {
 			for id, f := range lc.readIndex(src) {
 				refs = append(refs, lcRef{ID: id, SessionID: req.SessionID, Name: f.Name})
 			}
@@ -320,60 +321,55 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 				name = rel
 			}
 		}
-		if _, err := ss.WriteFile(name, data, true); err != nil {
+		if _, err := lc.svc.WriteFile(ss, name, data, true); err != nil {
 			notes = append(notes, fmt.Sprintf("srt-mcp: input file %s: %v", name, err))
 			continue
 		}
 		f.Name = name
 		idx[ref.ID] = f
 	}
-	before := ss.Listing()
-	if err := ss.Acquire(); err != nil {
-		lcError(w, http.StatusConflict, err.Error())
-		return
-	}
-	e, err := lc.s.mgr.StartWith(dataOwner(ss.ID), "librechat exec "+rt.Language, lc.s.scriptSpec(ss, rt, req.Code, lc.s.data.ExecTimeout), lc.s.starter(ss))
-	if err != nil {
-		ss.Release()
-		lcError(w, http.StatusServiceUnavailable, err.Error())
-		return
-	}
-	lc.s.observe("librechat", rt.Language, e)
-	sn := waitEnd(r.Context(), e)
-	ss.Release()
 	// A stored session keeps its files for a day, not a container: the
-	// next exec that needs one starts it.
-	if rel, ok := lc.s.data.Backend.(interface{ Release(sessions.Box) }); ok {
-		rel.Release(sessions.BoxOf(ss))
+	// next exec that needs one starts it (ReleaseBox).
+	run, err := lc.svc.Start(r.Context(), service.Request{Op: "librechat.exec", Kind: "librechat", Session: ss, Language: rt.Language, Code: req.Code,
+		Label: "librechat exec " + rt.Language, ReleaseBox: true})
+	if err != nil {
+		code, msg := service.CodeOf(err)
+		status := http.StatusServiceUnavailable
+		if code == "session_busy" {
+			status = http.StatusConflict
+		}
+		lcError(w, status, msg)
+		return
 	}
-	out, errOut := outputs(sn)
+	res := run.Wait(r.Context())
 	var stdout, stderr strings.Builder
-	stdout.Write(out)
-	stderr.Write(errOut)
+	stdout.WriteString(res.Stdout)
+	stderr.WriteString(res.Stderr)
 	for _, n := range notes {
 		stderr.WriteString(n + "\n")
 	}
 	exit, signal := 0, ""
-	if end := sn.End; end != nil {
-		switch end.Type {
-		case runner.EventExit:
-			exit, signal = end.ExitCode, end.Signal
-			if rt.CompileFailed(exit) {
-				stderr.WriteString(rt.Language + ": compilation failed\n")
-			}
-		case runner.EventTimeout:
-			exit = -1
-			fmt.Fprintf(&stderr, "Execution timed out after %g seconds\n", end.TimeoutSeconds)
-		case runner.EventError:
+	if end := res.End; end != nil {
+		if end.Type == runner.EventError {
 			lcError(w, http.StatusBadGateway, "the sandbox failed: "+end.ErrCode+": "+end.Message)
 			return
-		default:
-			exit = -1
-			stderr.WriteString("Execution was cancelled\n")
+		}
+		if c := res.ExitCode(); c != nil {
+			exit = *c
+		}
+		if end.Type == runner.EventExit {
+			signal = end.Signal
+		}
+		if x := res.Explain(rt.Language); x != "" {
+			if stderr.Len() > 0 && !strings.HasSuffix(stderr.String(), "\n") {
+				stderr.WriteString("\n")
+			}
+			stderr.WriteString(x + "\n")
 		}
 	}
+	sn := res.Snapshot
 	files := []map[string]any{}
-	for _, f := range ss.Artifacts(before) {
+	for _, f := range res.Changed {
 		id := lcID()
 		for oid, old := range idx {
 			if old.Name == f.Filename {
@@ -398,7 +394,7 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 			stats["cpu_ms"], stats["memory_bytes"] = sn.End.CPUMS, sn.End.MaxRSSBytes
 		}
 	}
-	resp := map[string]any{"session_id": ss.ID, "stdout": toValidUTF8(stdout.String()), "stderr": toValidUTF8(stderr.String()),
+	resp := map[string]any{"session_id": ss.ID, "stdout": stdout.String(), "stderr": service.ValidUTF8(stderr.String()),
 		"files": files, "code": exit, "wall_time": wall, "stats": stats}
 	if signal != "" {
 		resp["signal"] = signal
@@ -407,7 +403,7 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 }
 
 func (lc *librechat) readFile(sid, fid string) (lcFile, []byte, error) {
-	src, err := lc.s.data.Sessions.Get(sid)
+	src, err := lc.svc.Get(sid)
 	if err != nil {
 		return lcFile{}, nil, errors.New("no such session")
 	}
@@ -441,10 +437,10 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 		}
 		var results []result
 		idx := map[string]lcFile{}
-		limit := lc.s.data.MaxUploadBytes
-		budget := uploadBudget{maxTotal: limit}
+		limit := lc.svc.Config().MaxUploadBytes
+		budget := sessions.UploadBudget{MaxTotal: limit}
 		refuse := func(code int, msg string, extra ...any) {
-			_ = lc.s.data.Sessions.Close(ss.ID) // nothing half-stored stays
+			_ = lc.svc.CloseSession(ss.ID) // nothing half-stored stays
 			lcError(w, code, msg, extra...)
 		}
 		for {
@@ -457,8 +453,8 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 				return
 			}
 			_, params, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
-			if err := budget.part(params["filename"] != ""); err != nil {
-				refuse(statusTooLarge, err.Error())
+			if err := budget.Part(params["filename"] != ""); err != nil {
+				refuse(http.StatusRequestEntityTooLarge, err.Error())
 				return
 			}
 			if params["filename"] == "" {
@@ -472,26 +468,26 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 				refuse(http.StatusBadRequest, "reading "+name+": "+err.Error())
 				return
 			}
-			if err := budget.file(len(data)); err != nil {
-				refuse(statusTooLarge, err.Error(), "limit_bytes", limit)
-				return
-			}
 			if int64(len(data)) > limit {
 				if !batch {
-					_ = lc.s.data.Sessions.Close(ss.ID)
+					_ = lc.svc.CloseSession(ss.ID)
 					lcError(w, http.StatusRequestEntityTooLarge, "File size limit exceeded", "limit_bytes", limit)
 					return
 				}
 				results = append(results, result{Status: "error", Filename: name, Error: "File size limit exceeded"})
 				continue
 			}
+			if err := budget.File(len(data)); err != nil {
+				refuse(http.StatusRequestEntityTooLarge, err.Error(), "limit_bytes", limit)
+				return
+			}
 			rel, err := sessions.CleanName(name)
 			if err == nil {
-				_, err = ss.WriteFile(rel, data, true)
+				_, err = lc.svc.WriteFile(ss, rel, data, true)
 			}
 			if err != nil {
 				if !batch {
-					_ = lc.s.data.Sessions.Close(ss.ID)
+					_ = lc.svc.CloseSession(ss.ID)
 					lcError(w, http.StatusBadRequest, err.Error())
 					return
 				}
@@ -522,7 +518,7 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 		}
 		if !batch {
 			if ok == 0 {
-				_ = lc.s.data.Sessions.Close(ss.ID)
+				_ = lc.svc.CloseSession(ss.ID)
 				lcError(w, http.StatusBadRequest, "no file part in the upload")
 				return
 			}

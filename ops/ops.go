@@ -1,0 +1,164 @@
+// Package ops serves srt-mcp's operations routes: Prometheus metrics
+// (prometheus/client_golang), the readiness probe (a real sandbox start,
+// the backend, the disk) and the liveness probe. Every door's runs are
+// counted here through the run service's Observe hook.
+package ops
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/service"
+)
+
+// Ops holds the metrics and probes of one server.
+type Ops struct {
+	reg       *prometheus.Registry
+	execs     *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	decisions *prometheus.CounterVec
+	output    *prometheus.CounterVec
+	proxied   *prometheus.CounterVec
+	svc       *service.Service
+
+	mu   sync.Mutex // the readiness cache
+	at   time.Time
+	ok   bool
+	body map[string]any
+}
+
+// New makes the metrics; Bind connects them to the service once it exists
+// (the service reports its runs to Observe from the start).
+func New() *Ops {
+	o := &Ops{reg: prometheus.NewRegistry()}
+	o.execs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "srtmcp_executions_total",
+		Help: "Finished executions by kind (command, cell, script, stateless, run_python, install_package, run_code, librechat, playground), language and status."},
+		[]string{"kind", "language", "status"})
+	o.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "srtmcp_execution_duration_seconds",
+		Help: "Wall time of finished executions.", Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}},
+		[]string{"kind", "language"})
+	o.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "srtmcp_proxy_decisions_total",
+		Help: "Network requests the sandboxes' proxy allowed or denied."}, []string{"decision"})
+	o.output = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "srtmcp_output_bytes_total",
+		Help: "Bytes of stdout and stderr the executions produced."}, []string{"stream"})
+	o.proxied = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "srtmcp_proxy_bytes_total",
+		Help: "Bytes the sandboxes' proxy carried to (out) and from (in) upstream servers."}, []string{"direction"})
+	o.reg.MustRegister(o.execs, o.duration, o.decisions, o.output, o.proxied,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return o
+}
+
+// Bind adds the gauges read from the service.
+func (o *Ops) Bind(svc *service.Service) {
+	o.svc = svc
+	o.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "srtmcp_executions_running", Help: "Executions running now."},
+			func() float64 { return float64(svc.Manager().Running()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "srtmcp_sessions_active", Help: "Open data and workspace sessions."},
+			func() float64 { return float64(svc.Sessions().Count()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "srtmcp_warm_pool_ready", Help: "Sandboxes waiting in the warm pool."},
+			func() float64 { return float64(svc.WarmReady()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "srtmcp_retained_output_bytes", Help: "Bytes of output the finished and running executions hold (bounded by --retained-output)."},
+			func() float64 { return float64(svc.Manager().RetainedBytes()) }),
+	)
+}
+
+// Observe records an execution when it ends.
+func (o *Ops) Observe(kind, language string, e *executions.Execution) {
+	go func() {
+		<-e.Done()
+		sn := e.Snapshot(0)
+		o.execs.WithLabelValues(kind, language, Status(sn.State)).Inc()
+		if sn.End != nil {
+			o.duration.WithLabelValues(kind, language).Observe(float64(sn.End.DurationMS) / 1000)
+		}
+		for _, ev := range sn.Events {
+			switch {
+			case ev.Type == runner.EventStdout || ev.Type == runner.EventStderr:
+				o.output.WithLabelValues(ev.Type).Add(float64(len(ev.Data)))
+			case ev.Violation != nil && ev.Violation.Kind == "network" && ev.Violation.Decision == "transfer":
+				o.proxied.WithLabelValues("out").Add(float64(ev.Violation.BytesOut))
+				o.proxied.WithLabelValues("in").Add(float64(ev.Violation.BytesIn))
+			case ev.Violation != nil && ev.Violation.Kind == "network":
+				o.decisions.WithLabelValues(ev.Violation.Decision).Inc()
+			}
+		}
+	}()
+}
+
+// Status maps an execution state to the tool contract's status.
+func Status(st executions.State) string {
+	switch st {
+	case executions.StateExited:
+		return "completed"
+	case executions.StateTimedOut, executions.StateCancelled, executions.StateFailed:
+		return string(st)
+	}
+	return "running"
+}
+
+// Metrics serves /metrics, behind a bearer token when one is set.
+func (o *Ops) Metrics(token string) http.Handler {
+	h := promhttp.HandlerFor(o.reg, promhttp.HandlerOpts{})
+	if token == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get("Authorization")
+		if subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="srt-mcp metrics"`)
+			http.Error(w, "unauthorized: /metrics needs Authorization: Bearer <metrics token>", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Readyz serves the readiness probe; a result is reused for 5 s (a real
+// sandbox start costs tens of milliseconds).
+func (o *Ops) Readyz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o.mu.Lock()
+		if time.Since(o.at) > 5*time.Second {
+			ok, checks := o.svc.Ready(r.Context())
+			status := "ready"
+			if !ok {
+				status = "not_ready"
+			}
+			o.ok, o.body, o.at = ok, map[string]any{"status": status, "checks": checks}, time.Now()
+		}
+		ok, body := o.ok, o.body
+		o.mu.Unlock()
+		code := http.StatusOK
+		if !ok {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, body)
+	})
+}
+
+// Healthz serves the liveness probe: the process answers.
+func (o *Ops) Healthz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "running_executions": o.svc.Manager().Running(), "warm_pool_ready": o.svc.WarmReady()})
+	})
+}
+
+// Ready runs the readiness checks once (doctor and tests).
+func (o *Ops) Ready(ctx context.Context) (bool, map[string]service.Check) { return o.svc.Ready(ctx) }
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

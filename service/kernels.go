@@ -1,0 +1,237 @@
+package service
+
+// Each data session may have one long-lived kernel per stateful language
+// (seed 001): cells run in it, so variables and imports persist between
+// calls.
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/srt-mcp/srt-mcp/kernel"
+	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/sessions"
+)
+
+// sessionKernels are one session's kernels.
+type sessionKernels struct {
+	start     sync.Mutex // one kernel start at a time
+	mu        sync.Mutex
+	byLang    map[string]*kernel.Kernel
+	restarted map[string]string // language -> why its kernel restarted
+	memory    int64             // the memory limit of its kernels (0: the operator's)
+	watching  bool              // idleQuota runs for this set
+}
+
+func (sk *sessionKernels) setMemory(m int64) {
+	sk.mu.Lock()
+	sk.memory = m
+	sk.mu.Unlock()
+}
+
+// kernels returns the session's kernel set, creating it.
+func (s *Service) kernels(sid string) *sessionKernels {
+	s.ws.mu.Lock()
+	defer s.ws.mu.Unlock()
+	sk := s.ws.k[sid]
+	if sk == nil {
+		sk = &sessionKernels{byLang: map[string]*kernel.Kernel{}, restarted: map[string]string{}}
+		s.ws.k[sid] = sk
+	}
+	return sk
+}
+
+// closeKernels ends a session's kernels (the session ended, or its
+// kernels must start again).
+func (s *Service) closeKernels(sid string) {
+	s.ws.mu.Lock()
+	sk := s.ws.k[sid]
+	delete(s.ws.k, sid)
+	for owner, id := range s.ws.byOwner {
+		if id == sid {
+			delete(s.ws.byOwner, owner)
+		}
+	}
+	s.ws.mu.Unlock()
+	if sk == nil {
+		return
+	}
+	sk.mu.Lock()
+	ks := sk.byLang
+	sk.byLang = map[string]*kernel.Kernel{}
+	sk.mu.Unlock()
+	for _, k := range ks {
+		k.Close()
+	}
+}
+
+// kernelSpec is the sandbox of a session's kernel: the session's sandbox
+// without a timeout (cells have their own) or an output cap (cells cap
+// their own).
+func (s *Service) kernelSpec(ss *sessions.Session, argv []string, memory int64) runner.Spec {
+	spec := s.dataSpec(argv, 0, 0)
+	if memory > 0 && (spec.Policy.Limits.MaxMemoryBytes == 0 || memory < spec.Policy.Limits.MaxMemoryBytes) {
+		spec.Policy.Limits.MaxMemoryBytes = memory
+	}
+	spec.Policy.Limits.Timeout = 0
+	spec.Policy.Limits.MaxOutputBytes = 0
+	spec.Stdin = runner.StdinPipe
+	return spec
+}
+
+// interpreter is the program that runs language's kernel.
+func (s *Service) interpreter(language string) string {
+	if language == "javascript" {
+		return s.cfg.Node
+	}
+	return s.cfg.Python
+}
+
+// kernelFor returns the session's running kernel for language, starting
+// one if there is none (or it died); note says why an earlier one is gone.
+func (s *Service) kernelFor(ctx context.Context, ss *sessions.Session, language string) (*kernel.Kernel, string, error) {
+	sk := s.kernels(ss.ID)
+	sk.start.Lock()
+	defer sk.start.Unlock()
+	sk.mu.Lock()
+	k, note, memory := sk.byLang[language], sk.restarted[language], sk.memory
+	sk.mu.Unlock()
+	if k != nil && k.Alive() {
+		return k, "", nil
+	}
+	if k != nil && note == "" {
+		note = "the " + language + " kernel had exited (" + k.DeadReason() + "); a new one started without the old variables"
+	}
+	argv, err := kernel.Argv(language, s.interpreter(language))
+	if err != nil {
+		return nil, "", err
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	k, err = kernel.Start(sctx, language, s.kernelSpec(ss, argv, memory), kernel.Starter(s.starter(ss, nil)))
+	if err != nil {
+		return nil, "", err
+	}
+	s.ws.mu.Lock()
+	current := s.ws.k[ss.ID] == sk
+	s.ws.mu.Unlock()
+	if !current { // the session ended (or was reset) while the kernel started
+		k.Close()
+		return nil, "", errorf("session_not_found", "session %s was closed", ss.ID)
+	}
+	sk.mu.Lock()
+	sk.byLang[language] = k
+	delete(sk.restarted, language)
+	watching := sk.watching
+	sk.watching = true
+	sk.mu.Unlock()
+	if !watching && s.cfg.WorkspaceQuota > 0 {
+		go s.idleQuota(ss, sk)
+	}
+	return k, note, nil
+}
+
+// idleQuota watches the workspace of a session with kernels while no run
+// holds it: a kernel keeps running between cells (a thread it started may
+// write), and a workspace over its quota may not grow. A kernel that grows
+// it is stopped; the next cell starts a new one and says why.
+func (s *Service) idleQuota(ss *sessions.Session, sk *sessionKernels) {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	prev := int64(-1)
+	for range t.C {
+		s.ws.mu.Lock()
+		current := s.ws.k[ss.ID] == sk
+		s.ws.mu.Unlock()
+		if !current {
+			return
+		}
+		if ss.Busy() { // the run's own watch is on it
+			prev = -1
+			continue
+		}
+		u, err := ss.Usage()
+		if err != nil {
+			return
+		}
+		if u.Over || (u.Bytes > s.cfg.WorkspaceQuota && prev >= 0 && u.Bytes > prev) {
+			sk.mu.Lock()
+			ks := sk.byLang
+			sk.byLang = map[string]*kernel.Kernel{}
+			for lang := range ks {
+				sk.restarted[lang] = "the " + lang + " kernel was stopped between cells: something it left running wrote past the workspace quota (SANDBOX_WORKSPACE_QUOTA); its variables are gone"
+			}
+			sk.mu.Unlock()
+			for _, k := range ks {
+				k.Close()
+			}
+			s.cfg.Logger.Warn("stopped a session's kernels: the workspace grew past its quota between cells", "session_id", ss.ID, "bytes", u.Bytes)
+		}
+		prev = u.Bytes
+	}
+}
+
+// markRestarted records that a cell ended by killing its kernel.
+func (s *Service) markRestarted(sid, language, why string) {
+	sk := s.kernels(sid)
+	sk.mu.Lock()
+	sk.restarted[language] = why
+	sk.mu.Unlock()
+}
+
+// ResetKernel gives the session a fresh interpreter for language (seed
+// 001's reset_workspace): every kernel of the session ends, its files stay.
+func (s *Service) ResetKernel(ctx context.Context, ss *sessions.Session, language string) error {
+	if !s.Stateful(language) {
+		return errorf("unsupported_language", "language %q has no persistent interpreter here (python, javascript)", language)
+	}
+	if err := ss.Acquire(); err != nil {
+		return err
+	}
+	defer ss.Release()
+	sk := s.kernels(ss.ID)
+	sk.mu.Lock()
+	old := sk.byLang
+	sk.byLang = map[string]*kernel.Kernel{}
+	sk.restarted = map[string]string{}
+	sk.mu.Unlock()
+	for _, k := range old {
+		k.Close()
+	}
+	if _, _, err := s.kernelFor(ctx, ss, language); err != nil {
+		return errorf("kernel_unavailable", "%v", err)
+	}
+	s.Audit(ss, map[string]any{"op": "reset_workspace", "language": language})
+	return nil
+}
+
+// KernelInfo is what a session's running interpreter reports about itself.
+type KernelInfo struct {
+	Running   bool
+	Version   string
+	Variables []string
+	Modules   []string
+	ExecCount int
+	Memory    int64
+}
+
+// KernelInfo asks the session's interpreter for language about its
+// variables, modules, execution count and memory (kernel_busy while a
+// cell runs past a short wait).
+func (s *Service) KernelInfo(ctx context.Context, ss *sessions.Session, language string) (KernelInfo, error) {
+	sk := s.kernels(ss.ID)
+	sk.mu.Lock()
+	k := sk.byLang[language]
+	sk.mu.Unlock()
+	if k == nil || !k.Alive() {
+		return KernelInfo{}, nil
+	}
+	ictx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	info, err := k.Info(ictx)
+	cancel()
+	if err != nil {
+		return KernelInfo{}, errorf("kernel_busy", "the interpreter is running a cell; ask again when it is done (%v)", err)
+	}
+	return KernelInfo{Running: true, Version: k.Version, Variables: info.Variables, Modules: info.Modules, ExecCount: info.ExecCount, Memory: info.Memory}, nil
+}

@@ -1,0 +1,383 @@
+// Package service is srt-mcp's run service: the one path by which every
+// front door (the MCP tools, seed 003's tools, the LibreChat Code API and
+// the playground) runs code and stores files in a data session.
+//
+// A door resolves its caller's session and calls Start or Run with a
+// Request. The service holds the session for the run (a second run is
+// session_busy), builds the sandbox spec from the runtime registry under
+// the operator's ceiling, starts it on the backend (or in the session's
+// kernel), cancels it when the session closes, watches the workspace
+// quota, streams file events, records metrics, writes the audit line, and
+// collects the files the run created or changed. Doors only translate
+// their wire format to a Request and a Result back.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/srt-mcp/srt-mcp/downloads"
+	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/kernel"
+	"github.com/srt-mcp/srt-mcp/nofollow"
+	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/profiles"
+	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/sessions"
+)
+
+// Config is the operator's configuration of runs (env names in the README).
+type Config struct {
+	// Ceiling is the most any run may get: domains, paths, limits.
+	Ceiling policy.Policy
+	// DefaultTimeout applies to a command without a timeout (60 s).
+	DefaultTimeout time.Duration
+	// Home expands "~" in policies (the server's home).
+	Home string
+	// Shell runs commands: Shell + ["-c", command] (/bin/bash).
+	Shell string
+	// Hide are host paths no sandbox may see (the state directory).
+	Hide   []string
+	Logger *slog.Logger
+	// Runtimes is the language registry; nil: discovered at start-up.
+	Runtimes *profiles.Runtimes
+
+	Sessions        *sessions.Registry // required
+	Backend         executions.Backend // nil: native
+	Python          string             // the data profile's interpreter (/usr/bin/python3)
+	Node            string             // the JavaScript interpreter (/usr/bin/node)
+	ExecTimeout     time.Duration      // SANDBOX_EXEC_TIMEOUT_S (60 s)
+	MaxOutputBytes  int64              // SANDBOX_MAX_OUTPUT_BYTES (100 KB) per stream
+	MaxCodeBytes    int                // SANDBOX_MAX_CODE_BYTES (100 KB)
+	MaxUploadBytes  int64              // SANDBOX_MAX_UPLOAD_BYTES (50 MB)
+	MaxArtifactRead int64              // SANDBOX_MAX_ARTIFACT_READ_BYTES (10 MB)
+	// WorkspaceQuota bounds what one session's workspace holds
+	// (SANDBOX_WORKSPACE_QUOTA, 1 GiB); negative: no quota.
+	WorkspaceQuota int64
+	// MaxSessionsPerCaller bounds the sessions one caller (an MCP session,
+	// a principal) holds open at once (SANDBOX_MAX_SESSIONS_PER_CALLER, 10).
+	MaxSessionsPerCaller int
+	PipIndex             string            // install_package's index (SANDBOX_PIP_INDEX_URL)
+	WarmPool             int               // sessions kept ready with a warmed Python kernel (SANDBOX_WARM_POOL)
+	Files                *downloads.Signer // signs download URLs; nil: none
+	// Observe is told of every execution a door starts (metrics).
+	Observe func(kind, language string, e *executions.Execution)
+}
+
+// DefaultPipIndex is PyPI's simple index.
+const DefaultPipIndex = "https://pypi.org/simple"
+
+// DefaultWorkspaceQuota is SANDBOX_WORKSPACE_QUOTA's default.
+const DefaultWorkspaceQuota = 1 << 30
+
+// Service runs code for every door.
+type Service struct {
+	cfg     Config
+	mgr     *executions.Manager
+	reg     *sessions.Registry
+	backend executions.Backend
+	ws      *workspaces
+	pool    *pool
+	callers *callers
+
+	rtOnce sync.Once
+	rts    *profiles.Runtimes
+	closed chan struct{}
+	once   sync.Once
+	bg     sync.WaitGroup // background work Shutdown waits for
+}
+
+// New starts the service: the runtime registry is discovered, the warm
+// pool fills and the cache template is built, all in the background.
+func New(cfg Config, mgr *executions.Manager) *Service {
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = 60 * time.Second
+	}
+	if cfg.Shell == "" {
+		cfg.Shell = "/bin/bash"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Python == "" {
+		cfg.Python = "/usr/bin/python3"
+	}
+	if cfg.Node == "" {
+		cfg.Node = "/usr/bin/node"
+	}
+	if cfg.ExecTimeout <= 0 {
+		cfg.ExecTimeout = 60 * time.Second
+	}
+	if cfg.MaxOutputBytes <= 0 {
+		cfg.MaxOutputBytes = 100 << 10
+	}
+	if cfg.MaxCodeBytes <= 0 {
+		cfg.MaxCodeBytes = 100 << 10
+	}
+	if cfg.MaxUploadBytes <= 0 {
+		cfg.MaxUploadBytes = 50 << 20
+	}
+	if cfg.MaxArtifactRead <= 0 {
+		cfg.MaxArtifactRead = 10 << 20
+	}
+	if cfg.WorkspaceQuota == 0 {
+		cfg.WorkspaceQuota = DefaultWorkspaceQuota
+	}
+	if cfg.MaxSessionsPerCaller <= 0 {
+		cfg.MaxSessionsPerCaller = 10
+	}
+	if cfg.PipIndex == "" {
+		cfg.PipIndex = DefaultPipIndex
+	}
+	if cfg.Backend == nil {
+		cfg.Backend = &executions.Native{Launch: mgr.Starter()}
+	}
+	s := &Service{cfg: cfg, mgr: mgr, reg: cfg.Sessions, backend: cfg.Backend, ws: newWorkspaces(),
+		callers: newCallers(), closed: make(chan struct{})}
+	s.reg.OnEnd(func(ss *sessions.Session) {
+		s.mgr.CancelOwner(Owner(ss.ID), true)
+		s.closeKernels(ss.ID)
+		s.callers.forget(ss.ID)
+		if err := s.backend.Destroy(sessions.BoxOf(ss)); err != nil {
+			s.cfg.Logger.Warn("removing a session's sandbox", "session_id", ss.ID, "error", err)
+		}
+	})
+	go s.Runtimes() // discovered at start-up, off the first call's path
+	s.startPool(cfg.WarmPool)
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.buildCacheTemplate()
+	}()
+	return s
+}
+
+// Shutdown stops the warm pool and closes the sessions waiting in it,
+// and stops the cache template's build; the registry's Shutdown closes the
+// rest.
+func (s *Service) Shutdown() {
+	s.once.Do(func() { close(s.closed) })
+	s.pool.close()
+	done := make(chan struct{})
+	go func() {
+		s.bg.Wait() // the cache template's build removes its sandbox
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		s.cfg.Logger.Warn("shutdown: the cache template's build did not stop in 15 s")
+	}
+}
+
+// Config returns the service's configuration (defaults filled in).
+func (s *Service) Config() Config { return s.cfg }
+
+// Manager returns the executions manager.
+func (s *Service) Manager() *executions.Manager { return s.mgr }
+
+// Sessions returns the session registry.
+func (s *Service) Sessions() *sessions.Registry { return s.reg }
+
+// Backend returns the backend data sessions run on.
+func (s *Service) Backend() executions.Backend { return s.backend }
+
+// WarmReady is how many sessions wait in the warm pool.
+func (s *Service) WarmReady() int { return s.pool.Ready() }
+
+// Owner is the executions owner of a data session's runs.
+func Owner(sessionID string) string { return "data:" + sessionID }
+
+// Error is a failure a door reports to its caller: a code of the tool
+// contract and a message saying what to change.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+func errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf is the error code and message of any error the service, the
+// session registry, the runner or the executions manager returns. An
+// error without a code is internal_error; a full disk is storage_full.
+func CodeOf(err error) (code, msg string) {
+	var se *Error
+	var sse *sessions.Error
+	var re *runner.Error
+	var pe *policy.Error
+	var le *executions.LimitError
+	switch {
+	case errors.As(err, &se):
+		return se.Code, se.Message
+	case errors.As(err, &sse):
+		return sse.Code, sse.Message
+	case errors.As(err, &re):
+		return re.Code, re.Message
+	case errors.As(err, &pe):
+		return pe.Code, pe.Error()
+	case errors.As(err, &le):
+		return "too_many_executions", err.Error()
+	case errors.Is(err, executions.ErrExpired):
+		return "expired", err.Error()
+	case errors.Is(err, kernel.ErrBusy):
+		return "session_busy", "the session's interpreter is running another cell; wait for it to complete"
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "storage_full", "the server's storage is full; free space (close sessions) and retry"
+	}
+	return "internal_error", err.Error()
+}
+
+// Runtimes is the language registry (discovered once).
+func (s *Service) Runtimes() *profiles.Runtimes {
+	s.rtOnce.Do(func() {
+		if s.cfg.Runtimes != nil {
+			s.rts = s.cfg.Runtimes
+			return
+		}
+		rts, err := profiles.DiscoverRuntimes(s.reg.StateDir())
+		if err != nil {
+			s.cfg.Logger.Error("runtimes", "error", err)
+			rts = &profiles.Runtimes{}
+		}
+		s.rts = rts
+	})
+	return s.rts
+}
+
+// Available says whether rt runs here (installed, and the backend runs
+// it), and if not, why.
+func (s *Service) Available(rt *profiles.Runtime) (bool, string) {
+	if ok, why := s.backend.Supports(rt.Language); !ok {
+		return false, why
+	}
+	return rt.Available, rt.Reason
+}
+
+// Languages lists the languages that run here.
+func (s *Service) Languages() []string {
+	var out []string
+	for _, rt := range s.Runtimes().All() {
+		if ok, _ := s.Available(rt); ok {
+			out = append(out, rt.Language)
+		}
+	}
+	return out
+}
+
+// Runtime finds language's runtime: unsupported_language when srt-mcp
+// does not know it, runtime_unavailable when it is not installed here or
+// the backend does not run it.
+func (s *Service) Runtime(language string) (*profiles.Runtime, error) {
+	if strings.TrimSpace(language) == "" {
+		return nil, errorf("invalid_arguments", "language is empty; give one of: %s", strings.Join(s.Languages(), ", "))
+	}
+	rt, ok := s.Runtimes().Get(language)
+	if !ok {
+		return nil, errorf("unsupported_language", "language %q is not one srt-mcp knows; these run here: %s", language, strings.Join(s.Languages(), ", "))
+	}
+	if ok, why := s.Available(rt); !ok {
+		return nil, errorf("runtime_unavailable", "%s is not available here: %s", rt.Language, why)
+	}
+	return rt, nil
+}
+
+// Stateful reports whether language has a persistent interpreter here.
+func (s *Service) Stateful(language string) bool {
+	rt, ok := s.Runtimes().Get(language)
+	if !ok || !rt.Stateful {
+		return false
+	}
+	ok, _ = s.Available(rt)
+	return ok
+}
+
+// CheckCode applies the code size limit.
+func (s *Service) CheckCode(code string) error {
+	if len(code) > s.cfg.MaxCodeBytes {
+		return errorf("code_too_large", "code is %d bytes, more than the %d-byte limit (SANDBOX_MAX_CODE_BYTES)", len(code), s.cfg.MaxCodeBytes)
+	}
+	if strings.ContainsRune(code, 0) {
+		return errorf("invalid_arguments", "code contains a NUL byte")
+	}
+	return nil
+}
+
+// buildCacheTemplate runs the data profile's imports once, in a sandbox,
+// with a fresh cache directory, and installs it as the template every new
+// session's cache starts from: matplotlib's font list then costs its half
+// second once per server instead of once per session. Its scratch
+// directory names this server: if the server is killed meanwhile, the
+// next one removes it.
+func (s *Service) buildCacheTemplate() {
+	tmp, err := s.reg.MkdirTemp("cache-build-")
+	if err != nil {
+		return
+	}
+	defer nofollow.RemoveAll(tmp) // a tree a sandbox wrote
+	uid, free := s.reg.SessionUID()
+	defer free()
+	box := sessions.Box{SessionID: "cache-template", Workspace: filepath.Join(tmp, "data"), Cache: filepath.Join(tmp, "cache"), UID: uid}
+	for _, d := range []string{box.Workspace, box.Cache} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return
+		}
+		if uid != 0 {
+			_ = os.Chown(d, uid, uid)
+		} else if o := s.reg.Owner(); o != nil {
+			_ = os.Chown(d, o.UID, o.GID)
+		}
+	}
+	defer func() { _ = s.backend.Destroy(box) }()
+	select {
+	case <-s.closed:
+		return
+	default:
+	}
+	p := s.cfg.Ceiling
+	p.Network = policy.Network{}
+	p.Filesystem = policy.Filesystem{}
+	p.Limits.Timeout = policy.Duration(2 * time.Minute)
+	spec := runner.Spec{
+		Version: runner.SpecVersion,
+		Argv:    []string{s.cfg.Python, "-c", "import matplotlib; matplotlib.use('Agg'); import matplotlib.font_manager"},
+		Cwd:     runner.SandboxTmp,
+		Policy:  p,
+		Stdin:   runner.StdinNull,
+		Hide:    s.cfg.Hide,
+	}
+	e, err := s.mgr.StartWith("server", "cache-template", spec, func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+		return s.backend.Start(box, spec, sink)
+	})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.closed:
+			_ = e.Cancel(true)
+		case <-ctx.Done():
+		}
+	}()
+	sn := e.Wait(context.Background(), 0, true)
+	if sn.End == nil || sn.End.Type != runner.EventExit || sn.End.ExitCode != 0 {
+		s.cfg.Logger.Debug("no cache template for data sessions (matplotlib missing?)", "end", sn.End)
+		return
+	}
+	if err := s.reg.SetCacheTemplate(box.Cache); err != nil {
+		s.cfg.Logger.Warn("cache template", "error", err)
+	}
+}

@@ -1,0 +1,492 @@
+package service
+
+// The workspace watch of one run: it streams `file` events (paths created,
+// changed or removed in /mnt/data) while the run works, so a client polling
+// a long run sees its artifacts appear, and it enforces the workspace
+// quota: a run that takes the workspace past SANDBOX_WORKSPACE_QUOTA (or
+// past sessions.MaxFiles entries) is stopped, the files it created are
+// removed (largest first) until the workspace is back under the quota,
+// and the reply says so. The session keeps working.
+//
+// fsnotify (inotify) says when something changed; the truth is a walk of
+// the workspace that never follows a link (sessions.Usage). Directories
+// are watched through descriptors the server opened without following a
+// link (/proc/self/fd/N), never by a path a sandbox could have swapped
+// for a link. Past maxWatchedDirs, or where inotify is missing, the watch
+// walks every second instead.
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/srt-mcp/srt-mcp/nofollow"
+	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/sessions"
+)
+
+const (
+	maxWatchedDirs = 64   // directories one run's watch holds open
+	maxFileEvents  = 1000 // file events one run reports
+	checkEvery     = 250 * time.Millisecond
+	pollEvery      = time.Second // when some directories are not watched
+	// quotaSlack is how much a stopped cell's kernel may still grow the
+	// workspace during its interrupt before it is killed.
+	quotaSlack = 16 << 20
+)
+
+// runWatch watches a session's workspace while one run works in it. A nil
+// *runWatch watches nothing.
+type runWatch struct {
+	s      *Service
+	ss     *sessions.Session
+	quota  int64 // <= 0: none
+	limit  int64 // what this run may bring the workspace to
+	start  sessions.Usage
+	before sessions.Listing
+
+	mu        sync.Mutex
+	sink      func(runner.Event)
+	h         runner.Handle
+	cell      bool
+	ended     bool   // the terminal event went out: no more file events
+	over      string // why the workspace is over its quota ("": it is not)
+	stopped   bool   // the watch stopped the run for it
+	removed   string // what was removed to get back under the quota
+	stopAt    int64
+	fsw       *fsnotify.Watcher
+	dirs      map[string]*watchedDir // watch name -> directory
+	blind     bool                   // some directories are not watched: walk on a timer
+	dirty     bool
+	pending   map[string]*runner.FileChange
+	order     []string
+	announced map[string]bool
+	events    int
+	quit      chan struct{}
+	loopDone  chan struct{}
+	stopOnce  sync.Once
+	network   []string // the proxy's decisions, as the run's events passed
+
+	// onEnd settles the run's end before its terminal event is passed on;
+	// afterEnd runs once it was.
+	onEnd    func(end runner.Event, network []string)
+	afterEnd func()
+	endOnce  sync.Once
+}
+
+type watchedDir struct {
+	d   *nofollow.Dir
+	rel string
+}
+
+// watch starts the watch of a run in ss, whose workspace was before (and
+// held start) when the run began.
+func (s *Service) watch(ss *sessions.Session, before sessions.Listing, start sessions.Usage) *runWatch {
+	w := &runWatch{s: s, ss: ss, quota: s.cfg.WorkspaceQuota, start: start, before: before,
+		dirs: map[string]*watchedDir{}, pending: map[string]*runner.FileChange{}, announced: map[string]bool{},
+		quit: make(chan struct{}), loopDone: make(chan struct{})}
+	w.limit = max(w.quota, start.Bytes) // a workspace already over its quota may shrink, not grow
+	if fsw, err := fsnotify.NewWatcher(); err == nil && watchable {
+		w.fsw = fsw
+		w.addTree()
+	} else {
+		if err == nil {
+			fsw.Close()
+		}
+		w.blind = true
+	}
+	go w.loop()
+	return w
+}
+
+// addTree watches the workspace and its directories, up to maxWatchedDirs.
+func (w *runWatch) addTree() {
+	root, err := nofollow.OpenTrusted(w.ss.Workspace)
+	if err != nil {
+		w.blind = true
+		return
+	}
+	var subdirs []string
+	_ = nofollow.WalkTree(root, sessions.MaxFiles, func(rel string, st nofollow.Stat) error {
+		if st.IsDir() {
+			if len(subdirs) >= maxWatchedDirs-1 {
+				w.blind = true
+				return nil
+			}
+			subdirs = append(subdirs, rel)
+		}
+		return nil
+	})
+	w.add(root, "")
+	for _, rel := range subdirs {
+		if d, err := root.Walk(rel); err == nil {
+			w.add(d, rel)
+		}
+	}
+}
+
+// add watches the open directory d (rel in the workspace); w owns d.
+func (w *runWatch) add(d *nofollow.Dir, rel string) {
+	if len(w.dirs) >= maxWatchedDirs {
+		d.Close()
+		w.blind = true
+		return
+	}
+	name := watchName(d)
+	if err := w.fsw.Add(name); err != nil {
+		d.Close()
+		w.blind = true
+		return
+	}
+	w.dirs[name] = &watchedDir{d: d, rel: rel}
+}
+
+func (w *runWatch) loop() {
+	defer close(w.loopDone)
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if w.fsw != nil {
+		events, errs = w.fsw.Events, w.fsw.Errors
+	}
+	tick := time.NewTicker(checkEvery)
+	defer tick.Stop()
+	lastWalk := time.Now()
+	for {
+		select {
+		case <-w.quit:
+			return
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			w.onChange(ev)
+		case _, ok := <-errs: // an overflowed queue: only a walk knows
+			if !ok {
+				errs = nil
+				continue
+			}
+			w.mu.Lock()
+			w.dirty = true
+			w.mu.Unlock()
+		case now := <-tick.C:
+			w.mu.Lock()
+			walk := w.dirty || (w.blind && now.Sub(lastWalk) >= pollEvery) || w.over != ""
+			w.dirty = false
+			w.mu.Unlock()
+			if walk {
+				lastWalk = now
+				w.check(false)
+			}
+			w.mu.Lock()
+			w.flushLocked()
+			w.mu.Unlock()
+		}
+	}
+}
+
+// onChange notes one inotify event.
+func (w *runWatch) onChange(ev fsnotify.Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.dirty = true
+	dir := w.dirs[filepath.Dir(ev.Name)]
+	if dir == nil {
+		return
+	}
+	base := filepath.Base(ev.Name)
+	rel := base
+	if dir.rel != "" {
+		rel = dir.rel + "/" + base
+	}
+	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		if w.announced[rel] || w.before[sessions.WorkspaceMount+"/"+rel].Path != "" {
+			w.note(rel, &runner.FileChange{Path: sessions.WorkspaceMount + "/" + rel, Op: "removed"})
+		}
+		return
+	}
+	st, err := dir.d.Lstat(base)
+	if err != nil {
+		return
+	}
+	switch {
+	case st.IsDir() && ev.Has(fsnotify.Create):
+		if sub, err := dir.d.Sub(base); err == nil {
+			w.add(sub, rel)
+		}
+	case st.Mode.IsRegular():
+		op := "changed"
+		if _, existed := w.before[sessions.WorkspaceMount+"/"+rel]; !existed && !w.announced[rel] {
+			op = "created"
+		}
+		w.note(rel, &runner.FileChange{Path: sessions.WorkspaceMount + "/" + rel, Op: op, Size: st.Size})
+	}
+}
+
+// note queues a file event (a file created and changed since the last
+// flush is still "created").
+func (w *runWatch) note(rel string, fc *runner.FileChange) {
+	old, ok := w.pending[rel]
+	if !ok {
+		if len(w.order) >= maxFileEvents {
+			return
+		}
+		w.order = append(w.order, rel)
+	}
+	if ok && old.Op == "created" && fc.Op == "changed" {
+		fc.Op = "created"
+	}
+	w.pending[rel] = fc
+}
+
+// flushLocked sends the queued file events to the run (called with w.mu
+// held: never after the run's terminal event).
+func (w *runWatch) flushLocked() {
+	if w.sink == nil || w.ended {
+		return
+	}
+	for _, rel := range w.order {
+		fc := w.pending[rel]
+		if w.events >= maxFileEvents {
+			break
+		}
+		w.events++
+		w.announced[rel] = fc.Op != "removed"
+		w.sink(runner.Event{Type: runner.EventFile, TS: float64(time.Now().UnixNano()) / 1e9, File: fc})
+	}
+	w.order = w.order[:0]
+	clear(w.pending)
+}
+
+// check walks the workspace and stops the run that took it past its
+// quota: at once, or for a cell, an interrupt first (its kernel and
+// variables survive) and a kill if it keeps writing.
+func (w *runWatch) check(final bool) {
+	if w.quota <= 0 {
+		return
+	}
+	u, err := w.ss.Usage()
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.over == "" && (u.Over || u.Bytes > w.limit) {
+		if u.Over {
+			w.over = fmt.Sprintf("the run took the workspace past %d files and directories, the most a workspace may hold (SANDBOX_WORKSPACE_QUOTA counts them too)", sessions.MaxFiles)
+		} else {
+			w.over = fmt.Sprintf("the run took the workspace to %s, past its %s quota (SANDBOX_WORKSPACE_QUOTA)", human(u.Bytes), human(w.quota))
+		}
+		w.stopAt = u.Bytes
+		if w.h != nil && !final {
+			w.stopped = true
+			w.h.Cancel(!w.cell)
+		}
+		return
+	}
+	if w.over != "" && w.cell && w.h != nil && !final && u.Bytes > w.stopAt+quotaSlack {
+		w.h.Cancel(true) // the interrupt did not stop the writing
+	}
+}
+
+// wrap returns the sink the run's events go through: file events are
+// interleaved, none follows the terminal event, and the run's end is
+// settled (the watch stopped, onEnd called) before the terminal event is
+// passed on.
+func (w *runWatch) wrap(sink func(runner.Event)) func(runner.Event) {
+	if w == nil {
+		return sink
+	}
+	w.mu.Lock()
+	w.sink = sink
+	w.mu.Unlock()
+	return func(ev runner.Event) {
+		if v := ev.Violation; v != nil && v.Kind == "network" && v.Decision != "transfer" {
+			w.mu.Lock()
+			w.network = append(w.network, fmt.Sprintf("%s %s:%d", v.Decision, v.Host, v.Port))
+			w.mu.Unlock()
+		}
+		if !ev.Terminal() {
+			sink(ev)
+			return
+		}
+		w.mu.Lock()
+		w.flushLocked()
+		w.ended = true
+		w.mu.Unlock()
+		w.end(ev)
+		sink(ev)
+		if w.afterEnd != nil {
+			w.afterEnd()
+		}
+	}
+}
+
+// end stops the watch and settles the run's end, once.
+func (w *runWatch) end(ev runner.Event) {
+	w.endOnce.Do(func() {
+		w.stop()
+		if w.onEnd != nil {
+			w.mu.Lock()
+			network := append([]string(nil), w.network...)
+			w.mu.Unlock()
+			w.onEnd(ev, network)
+		}
+	})
+}
+
+// endWithout settles the end of a run whose terminal event never passed
+// the watch (it failed to start).
+func (w *runWatch) endWithout(ev *runner.Event) {
+	end := runner.Event{Type: runner.EventError, ErrCode: runner.ErrCodeInternal}
+	if ev != nil {
+		end = *ev
+	}
+	w.mu.Lock()
+	w.ended = true
+	w.mu.Unlock()
+	w.end(end)
+	if w.afterEnd != nil {
+		w.afterEnd()
+	}
+}
+
+// attach gives the watch the run to stop.
+func (w *runWatch) attach(h runner.Handle, cell bool) {
+	if w == nil || h == nil {
+		return
+	}
+	w.mu.Lock()
+	w.h, w.cell = h, cell
+	over := w.over != ""
+	w.mu.Unlock()
+	if over {
+		h.Cancel(!cell)
+	}
+}
+
+// fileSize is the largest file a fresh run may write (RLIMIT_FSIZE): what
+// the quota leaves, but never less than 16 MiB (the limit covers the
+// sandbox's /tmp too: a compiler's output must fit); 0: no limit.
+func (w *runWatch) fileSize() int64 {
+	if w == nil || w.quota <= 0 {
+		return 0
+	}
+	return max(w.limit-w.start.Bytes, quotaSlack)
+}
+
+// stop ends the watch (the run ended). A run stopped for the quota has the
+// files it created removed, largest first, until the workspace is back
+// under the quota.
+func (w *runWatch) stop() {
+	if w == nil {
+		return
+	}
+	w.stopOnce.Do(func() {
+		close(w.quit)
+		<-w.loopDone
+		w.mu.Lock()
+		if w.fsw != nil {
+			w.fsw.Close()
+		}
+		for _, d := range w.dirs {
+			d.d.Close()
+		}
+		w.dirs = nil
+		over := w.over
+		w.mu.Unlock()
+		if over == "" {
+			w.check(true) // a last look: a run may end right after a burst
+			w.mu.Lock()
+			over = w.over
+			w.mu.Unlock()
+		}
+		if over != "" {
+			note := w.removeCreated()
+			w.mu.Lock()
+			w.removed = note
+			w.mu.Unlock()
+		}
+	})
+}
+
+// removeCreated removes what the run created until the workspace is under
+// its quota again, and says what it removed.
+func (w *runWatch) removeCreated() string {
+	now, u := w.ss.Scan()
+	var created []sessions.FileInfo
+	for p, f := range now {
+		if _, ok := w.before[p]; !ok {
+			created = append(created, f)
+		}
+	}
+	sort.Slice(created, func(i, j int) bool { return created[i].Size > created[j].Size })
+	var removed []string
+	bytes, entries := u.Bytes, u.Entries
+	for _, f := range created {
+		if bytes <= w.quota && entries < sessions.MaxFiles && !u.Over {
+			break
+		}
+		if err := w.ss.Remove(f.Filename); err != nil {
+			continue
+		}
+		bytes -= f.Size
+		entries--
+		u.Over = false
+		if len(removed) < 5 {
+			removed = append(removed, fmt.Sprintf("%s (%s)", f.Filename, human(f.Size)))
+		} else if len(removed) == 5 {
+			removed = append(removed, "...")
+		}
+	}
+	if after, err := w.ss.Usage(); err == nil {
+		bytes = after.Bytes
+		u = after
+	}
+	var b strings.Builder
+	if len(removed) > 0 {
+		fmt.Fprintf(&b, "; the files it created were removed: %s", strings.Join(removed, ", "))
+	}
+	if bytes > w.quota || u.Over {
+		fmt.Fprintf(&b, "; the workspace still holds %s, over its quota: delete files before writing more", human(bytes))
+	} else {
+		fmt.Fprintf(&b, "; the workspace holds %s again and the session keeps working", human(bytes))
+	}
+	return b.String()
+}
+
+// exceeded says why the run was stopped for the quota ("" if it was not).
+func (w *runWatch) exceeded() string {
+	if w == nil {
+		return ""
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.over == "" {
+		return ""
+	}
+	if w.stopped {
+		return "the run was stopped: " + w.over + w.removed
+	}
+	return w.over + w.removed
+}
+
+// human writes a byte count the way the flags take it.
+func human(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
