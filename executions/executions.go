@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"time"
@@ -106,6 +107,7 @@ type Manager struct {
 	execs   map[string]*Execution
 	running map[string]int // owner -> running count
 	total   int
+	freed   int // executions freed since the last reclaim
 	// sandboxes counts the running executions that started a sandbox
 	// (MaxConcurrent bounds them; cells run in a kernel already started).
 	sandboxes int
@@ -216,7 +218,9 @@ func (m *Manager) start(owner, label string, spec runner.Spec, start Starter, gl
 		return e, nil
 	}
 	e.mu.Lock()
-	e.handle = h
+	if !e.state.Done() { // a run that already ended keeps no handle
+		e.handle = h
+	}
 	if e.state == StateCreated {
 		e.move(StateRunning)
 	}
@@ -244,6 +248,9 @@ func (e *Execution) onEvent(ev runner.Event) {
 		end := ev
 		e.end = &end
 		e.endedAt = time.Now()
+		// What ran it (a runner, a cell, its watch) is no longer needed:
+		// a finished execution holds only its events.
+		e.handle = nil
 		if e.state == StateCreated {
 			e.move(StateRunning)
 		}
@@ -326,6 +333,7 @@ func (m *Manager) account(n int64) {
 
 // freeLocked forgets an execution, remembering its id as expired.
 func (m *Manager) freeLocked(e *Execution) {
+	m.freed++
 	delete(m.execs, e.ID)
 	e.mu.Lock()
 	m.bytes -= e.bytes
@@ -536,15 +544,40 @@ func (m *Manager) Running() int {
 }
 
 func (m *Manager) sweepLoop() {
-	t := time.NewTicker(time.Minute)
+	t := time.NewTicker(10 * time.Second)
 	defer t.Stop()
+	sweep := time.Now()
 	for {
 		select {
 		case <-m.stop:
 			return
-		case <-t.C:
-			m.Sweep(time.Now())
+		case now := <-t.C:
+			if now.Sub(sweep) >= time.Minute {
+				m.Sweep(now)
+				sweep = now
+			}
+			m.reclaim()
 		}
+	}
+}
+
+// reclaimAfter is how many executions must have been freed since the last
+// time before the Manager gives their memory back to the OS.
+const reclaimAfter = 1000
+
+// reclaim returns memory to the OS once many executions were freed (a
+// burst of callers came and went): Go keeps a heap it grew for a load
+// until its scavenger gets round to it, and a server's footprint should
+// follow its live callers.
+func (m *Manager) reclaim() {
+	m.mu.Lock()
+	n := m.freed
+	if n >= reclaimAfter {
+		m.freed = 0
+	}
+	m.mu.Unlock()
+	if n >= reclaimAfter {
+		debug.FreeOSMemory()
 	}
 }
 

@@ -91,7 +91,7 @@ func StartProcessWith(binary string, spec Spec, sink func(Event)) (*Process, err
 func (p *Process) readEvents(r *os.File) {
 	defer r.Close()
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 256<<10), 64<<20)
+	sc.Buffer(make([]byte, 16<<10), 64<<20) // grows for a long line; a kernel's runner lives long
 	var last uint64
 	bad := "" // why the event stream cannot be trusted
 	for sc.Scan() {

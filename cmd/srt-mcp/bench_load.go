@@ -112,7 +112,7 @@ func runLoadBench(c *cli.Context) error {
 	// After: the clients closed their sessions; whatever they started
 	// must go (allowing the server's own pool to refill).
 	after := settle(func(s serverSample) bool {
-		return s.fds <= before.fds && s.procs <= before.procs && s.gors <= before.gors+2
+		return s.fds <= before.fds && s.procs <= before.procs && s.gors <= before.gors+2 && s.rss-before.rss <= 100<<20
 	})
 	r.RSSAfter, r.RSSPeak, r.FDsAfter, r.ProcsAfter, r.GorAfter = after.rss, after.peak, after.fds, after.procs, after.gors
 	if r.Errors > 0 {
