@@ -180,7 +180,8 @@ func TestFaultClientKilledMidCell(t *testing.T) {
 	marker := fmt.Sprintf("64.%d", time.Now().UnixNano()%1_000_000)
 	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"language":"python","session_id":%q,"code":"import subprocess\nsubprocess.run(['sleep', '%s'])"}}}`, sid, marker)
 	curl := exec.Command("curl", "-sS", "-X", "POST", d.url, "-H", "Content-Type: application/json", "-H", "Accept: application/json, text/event-stream",
-		"-H", "Mcp-Session-Id: "+msid, "-H", "MCP-Protocol-Version: 2025-11-25", "--data-binary", call)
+		"-H", "Mcp-Session-Id: "+msid, "-H", "MCP-Protocol-Version: 2025-11-25", "--data-binary", "@-")
+	curl.Stdin = strings.NewReader(call) // not in its argv: only the sandboxed sleep carries the marker
 	if err := curl.Start(); err != nil {
 		t.Fatal(err)
 	}
