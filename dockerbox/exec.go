@@ -242,6 +242,11 @@ func checkSpec(spec runner.Spec) error {
 	if len(spec.Argv) == 0 {
 		return &runner.Error{Code: runner.ErrCodeInvalidSpec, Message: "no command"}
 	}
+	if spec.Report {
+		// Only a compile step speaks on a report fd, and the image has
+		// no compiled language (see Supports).
+		return &runner.Error{Code: runner.ErrCodeInvalidSpec, Message: "the Docker backend gives a command no report fd (it runs no compiled language); use --backend native"}
+	}
 	return nil
 }
 

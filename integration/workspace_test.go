@@ -316,6 +316,10 @@ func TestWorkspaceRuntimes(t *testing.T) {
 		"rust": "fn main() { undeclared(); }\n", "typescript": "const x: number = 'not a number';\n",
 		"fortran": "program p\n  call undeclared(\nend program p\n", "d": "void main() { undeclared(); }\n",
 	}
+	exits86 := map[string]string{
+		"c": "int main(void) { return 86; }\n", "go": "package main\nimport \"os\"\nfunc main() { os.Exit(86) }\n",
+		"rust": "fn main() { std::process::exit(86); }\n", "typescript": "declare const process: { exit(code: number): never };\nprocess.exit(86);\n",
+	}
 	rts := d.wantErrorless("list_runtimes", map[string]any{})
 	available := map[string]bool{}
 	for _, r := range rts["runtimes"].([]any) {
@@ -343,6 +347,13 @@ func TestWorkspaceRuntimes(t *testing.T) {
 			v, isErr := d.call("execute_code", map[string]any{"code": code, "language": lang, "session_id": sid, "timeout": 120})
 			if isErr || v["stdout"] != "hello from "+lang+"\n" || fmt.Sprint(v["exit_code"]) != "0" {
 				t.Errorf("%s (session %q): %v", lang, sid, v)
+			}
+		}
+		if exit86, ok := exits86[lang]; ok {
+			// A program's own status is its own, whatever the number.
+			v, _ := d.call("execute_code", map[string]any{"code": exit86, "language": lang, "timeout": 120})
+			if v["compile_error"] == true || fmt.Sprint(v["exit_code"]) != "86" || strings.Contains(fmt.Sprint(v["stderr"]), "compilation failed") {
+				t.Errorf("%s exiting 86 is not a compile error: %v", lang, v)
 			}
 		}
 		if bad, ok := broken[lang]; ok {

@@ -164,19 +164,24 @@ func (r *Runtimes) Names() []string {
 	return out
 }
 
-// CompileErrorExit is the exit status of the run script when the compile
-// step failed (the compiler's own output is on stderr).
-const CompileErrorExit = 86
+// CompileFailedReport is the line the run script of a compiled language
+// writes on its report fd (runner.Spec.Report, fd 3) when the compile step
+// failed: a channel apart from the program's own exit status and output.
+const CompileFailedReport = "compile_failed"
 
 // Argv runs code with this runtime (see Script).
 func (rt *Runtime) Argv(code string) []string {
 	return []string{"/bin/bash", "-c", rt.Script(), "srt-run", code}
 }
 
-// CompileFailed reports whether a run's exit status means its compile
-// step failed.
-func (rt *Runtime) CompileFailed(exitCode int) bool {
-	return rt.Compile != "" && exitCode == CompileErrorExit
+// Reports tells whether the run script speaks on a report fd (it does
+// when the language has a compile step): the spec must ask for one.
+func (rt *Runtime) Reports() bool { return rt.Compile != "" }
+
+// CompileFailed reports whether a run's report line (the exit event's)
+// says its compile step failed.
+func (rt *Runtime) CompileFailed(report string) bool {
+	return rt.Compile != "" && report == CompileFailedReport
 }
 
 // Script is the bash script that writes the code (its $1) to the runtime's
@@ -192,7 +197,9 @@ func (rt *Runtime) Script() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `w=$PWD; d=$(mktemp -d /tmp/run-XXXXXX) && cd "$d" && printf '%%s' "$1" > %s || exit 1; `, rt.File)
 	if rt.Compile != "" {
-		fmt.Fprintf(&b, `{ %s; } || exit %d; `, sub(rt.Compile), CompileErrorExit)
+		// The compile step does not get fd 3; the program neither: only
+		// the script itself can say the compile failed.
+		fmt.Fprintf(&b, `{ %s; } 3>&- || { { echo %s >&3; } 2>/dev/null; exit 1; }; exec 3>&-; `, sub(rt.Compile), CompileFailedReport)
 	}
 	b.WriteString(`cd "$w" || exit 1; `)
 	b.WriteString(sub(rt.Run))

@@ -136,7 +136,14 @@ func execMain() int {
 		}
 		return failExec(code, rc, "%v", err)
 	}
-	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	keep := 3 // the first fd the command does not inherit
+	if cfg.Report > 0 {
+		if err := unix.Dup3(cfg.Report, 3, 0); err != nil {
+			return failExec(ErrCodeInternal, 125, "report fd: %v", err)
+		}
+		keep = 4
+	}
+	_ = unix.CloseRange(uint(keep), ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	if err := installSeccomp(); err != nil {
 		return failExec(ErrCodeSandboxFailed, 125, "seccomp: %v", err)
 	}
@@ -192,11 +199,12 @@ func initMain() int {
 		return fail(ErrCodeInternal, "pipe: %v", err)
 	}
 	stdio := []*os.File{os.NewFile(fdStdin, "stdin"), os.NewFile(fdStdout, "stdout"), os.NewFile(fdStderr, "stderr")}
+	reportF := os.NewFile(fdReport, "report")
 	// The binary goes to the child at a fixed slot: Go's fork may reuse any
 	// fd number not listed here (fd 9 included) while it arranges these.
 	attr := &os.ProcAttr{
 		Env:   []string{},
-		Files: []*os.File{stdio[0], stdio[1], stdio[2], sockChild, cfgR, os.NewFile(fdSelf, "srt-mcp")},
+		Files: []*os.File{stdio[0], stdio[1], stdio[2], sockChild, cfgR, os.NewFile(fdSelf, "srt-mcp"), reportF},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	}
 	p, err := os.StartProcess("/proc/self/fd/5", []string{"srt-mcp", ModeExec}, attr)
@@ -209,11 +217,15 @@ func initMain() int {
 	for _, f := range stdio {
 		f.Close()
 	}
+	reportF.Close()
 	if err != nil {
 		return fail(ErrCodeSandboxFailed, "start the exec stage: %v", err)
 	}
 	// Our own threads took the first pids of the namespace.
 	cfg.Stdio, cfg.PID = [3]int{0, 1, 2}, p.Pid
+	if cfg.Report > 0 {
+		cfg.Report = 6 // its slot in Files above
+	}
 	go func() {
 		_ = json.NewEncoder(cfgW).Encode(cfg)
 		cfgW.Close()

@@ -64,6 +64,9 @@ type initConfig struct {
 	Limits rlimits  `json:"limits"`
 	// Stdio are the fds that become the command's 0, 1, 2.
 	Stdio [3]int `json:"stdio"`
+	// Report is the fd that becomes the command's fd 3 (Spec.Report); 0:
+	// the command gets no fd 3.
+	Report int `json:"report,omitempty"`
 	// Landlock is the Landlock ABI to scope the command with (0: none; then
 	// our own non-dumpable PID 1 is what keeps /proc/1 out of reach).
 	Landlock int `json:"landlock,omitempty"`
@@ -111,7 +114,8 @@ const (
 	fdStdout     = 7
 	fdStderr     = 8
 	fdSelf       = 9
-	fdFirstMount = 10
+	fdReport     = 10 // the report pipe (Spec.Report), else /dev/null
+	fdFirstMount = 11
 )
 
 // sandboxSelf is how the sandbox side executes the srt-mcp binary.

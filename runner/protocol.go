@@ -46,6 +46,8 @@ const (
 	SpecVersion = 1
 	// MaxSpecBytes bounds the spec the runner will read.
 	MaxSpecBytes = 4 << 20
+	// MaxReportBytes bounds the line a command reports on its report fd.
+	MaxReportBytes = 256
 )
 
 // Spec is everything the runner needs for one execution. It is the single
@@ -96,6 +98,13 @@ type Spec struct {
 	// root (nil: DefaultSandboxUser). It is never uid or gid 0. A runner
 	// that is not root runs the sandbox as its own uid and ignores it.
 	User *SandboxUser `json:"user,omitempty"`
+	// Report gives the command fd 3, a pipe to the runner: the first line
+	// written there (at most MaxReportBytes) comes back on the exit event
+	// as Report. A run script says with it that a step before the program
+	// failed (a compiled language's compile step) on a channel the
+	// program's own exit status or output cannot imitate: the script
+	// closes fd 3 before the program runs.
+	Report bool `json:"report,omitempty"`
 	// CacheDir is a private directory of the caller's where the runner may
 	// keep caches (the sandbox's /etc view); it is owner-checked before use.
 	// "" picks $XDG_RUNTIME_DIR/srt-mcp or ~/.cache/srt-mcp, or /run/srt-mcp
@@ -181,6 +190,9 @@ type Event struct {
 
 	// terminal events: streams whose output was cut at max_output_bytes
 	Truncated []string `json:"truncated,omitempty"`
+
+	// exit: the command's line on its report fd (Spec.Report), if any
+	Report string `json:"report,omitempty"`
 
 	// exit: what the sandbox used (Linux: the rusage of bwrap, which
 	// includes every process reaped inside it)

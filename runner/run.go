@@ -98,6 +98,22 @@ type procResult struct {
 	err    *Error // the sandbox itself failed (not the command)
 	cpuMS  int64  // user + system CPU of the whole sandbox (every process reaped in it)
 	maxRSS int64  // the largest resident set of any of its processes, bytes
+	report string // the command's line on its report fd (Spec.Report)
+}
+
+// readReport reads the first line a command writes on its report fd (at
+// most MaxReportBytes of it) and discards the rest until every writer is
+// gone, then delivers the line.
+func readReport(r *os.File) <-chan string {
+	ch := make(chan string, 1)
+	go func() {
+		defer r.Close()
+		b, _ := io.ReadAll(io.LimitReader(r, MaxReportBytes))
+		_, _ = io.Copy(io.Discard, r)
+		line, _, _ := strings.Cut(string(b), "\n")
+		ch <- strings.ToValidUTF8(strings.TrimSpace(line), "")
+	}()
+	return ch
 }
 
 // Start validates spec, builds the sandbox and starts the command. Events go
@@ -426,7 +442,7 @@ func (r *Run) terminalEvent(res procResult) Event {
 		}
 		return e
 	}
-	e := Event{Type: EventExit, ExitCode: res.code, DurationMS: dur, Truncated: trunc, CPUMS: res.cpuMS, MaxRSSBytes: res.maxRSS}
+	e := Event{Type: EventExit, ExitCode: res.code, DurationMS: dur, Truncated: trunc, CPUMS: res.cpuMS, MaxRSSBytes: res.maxRSS, Report: res.report}
 	if res.sig > 0 {
 		e.Signal = signalName(syscall.Signal(res.sig))
 	}

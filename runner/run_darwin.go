@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // sandboxExec is macOS's seatbelt front end.
@@ -81,7 +82,22 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		_ = os.Chown(tmp+"/home", u.UID, u.GID)
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: []uint32{}}
 	}
-	if err := cmd.Start(); err != nil {
+	var reportCh <-chan string
+	var reportW *os.File
+	if r.spec.Report { // fd 3 of the command (sandbox-exec and sh pass it on)
+		rr, rw, err := os.Pipe()
+		if err != nil {
+			os.RemoveAll(tmp)
+			return nil, errorf(ErrCodeInternal, "pipe: %v", err)
+		}
+		reportW, reportCh = rw, readReport(rr)
+		cmd.ExtraFiles = []*os.File{rw}
+	}
+	err = cmd.Start()
+	if reportW != nil {
+		reportW.Close()
+	}
+	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, errorf(ErrCodeSandboxFailed, "sandbox-exec: %v", err)
 	}
@@ -104,6 +120,14 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 			}
 		} else if err != nil {
 			p.res = procResult{err: errorf(ErrCodeSandboxFailed, "%v", err)}
+		}
+		if reportCh != nil && p.res.err == nil {
+			// A process that left the group could hold fd 3 open: the
+			// line is there already or not at all.
+			select {
+			case p.res.report = <-reportCh:
+			case <-time.After(time.Second):
+			}
 		}
 		close(p.waitDone)
 	}()

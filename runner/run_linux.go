@@ -48,6 +48,7 @@ type bwrapProc struct {
 	ptmx      *os.File
 	listeners []*os.File
 	cgroup    *sandboxCgroup
+	report    <-chan string // the command's report line (Spec.Report)
 }
 
 func (p *bwrapProc) terminal() *os.File { return p.ptmx }
@@ -123,7 +124,27 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		return fail(errorf(ErrCodeUnavailable, "cannot open the srt-mcp binary to run inside the sandbox: %v", err))
 	}
 	closers = append(closers, self)
-	extra := []*os.File{ctlChild, cfgR, statusW, child[0], child[1], child[2], self}
+	// fd 10: the report pipe when the spec asks for one, else a /dev/null
+	// the exec stage does not pass on (the slot must be a real fd).
+	var report *os.File
+	var reportCh <-chan string
+	if r.spec.Report {
+		rr, rw, err := os.Pipe()
+		if err != nil {
+			return fail(errorf(ErrCodeInternal, "pipe: %v", err))
+		}
+		closers = append(closers, rw)
+		report, reportCh = rw, readReport(rr)
+		cfg.Report = fdReport
+	} else {
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			return fail(errorf(ErrCodeInternal, "%v", err))
+		}
+		closers = append(closers, null)
+		report = null
+	}
+	extra := []*os.File{ctlChild, cfgR, statusW, child[0], child[1], child[2], self, report}
 	// Every bind source, opened now that the plan is checked: a path the
 	// sandbox could change is opened without following any link, and bwrap
 	// mounts the object opened, never the name.
@@ -176,7 +197,7 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		_, _ = cfgW.Write(cfgBytes)
 		cfgW.Close()
 	}()
-	p := &bwrapProc{cmd: cmd, diag: &limitedBuffer{max: 16 << 10}, waitDone: make(chan struct{})}
+	p := &bwrapProc{cmd: cmd, diag: &limitedBuffer{max: 16 << 10}, waitDone: make(chan struct{}), report: reportCh}
 	diagDone := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(p.diag, diagR)
@@ -351,6 +372,9 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		switch {
 		case p.exitSeen:
 			p.res = procResult{code: p.exitCode}
+			if p.report != nil {
+				p.res.report = <-p.report
+			}
 			if p.exitCode > 128 && p.exitCode < 128+65 {
 				p.res.sig = p.exitCode - 128
 			}

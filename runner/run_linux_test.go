@@ -132,6 +132,29 @@ func TestRunExitAndOutput(t *testing.T) {
 	})
 }
 
+// Spec.Report: the command's fd 3 is a pipe to the runner and its first
+// line comes back on the exit event; without it the command has no fd 3.
+func TestRunReport(t *testing.T) {
+	both(t, func(t *testing.T, start func(Spec, func(Event)) Handle) {
+		var c collector
+		s := testSpec(t, "/bin/sh", "-c", "echo step_failed >&3; echo more >&3; exec 3>&-; echo out; exit 86")
+		s.Report = true
+		h := start(s, c.sink)
+		h.Wait()
+		out, _, end := c.check(t)
+		if end.Type != EventExit || end.ExitCode != 86 || end.Report != "step_failed" || out != "out\n" {
+			t.Fatalf("with a report fd: end %+v, stdout %q", end, out)
+		}
+		var c2 collector
+		h = start(testSpec(t, "/bin/sh", "-c", "if [ -e /proc/self/fd/3 ]; then echo open; else echo closed; fi; echo x >&3; exit 86"), c2.sink)
+		h.Wait()
+		out, _, end = c2.check(t)
+		if end.Type != EventExit || end.ExitCode != 86 || end.Report != "" || out != "closed\n" {
+			t.Fatalf("without a report fd: end %+v, stdout %q", end, out)
+		}
+	})
+}
+
 func TestRunStdinPipe(t *testing.T) {
 	both(t, func(t *testing.T, start func(Spec, func(Event)) Handle) {
 		var c collector

@@ -130,6 +130,9 @@ func (s *Service) Start(ctx context.Context, req Request) (*Run, error) {
 	default:
 		return nil, errorf("invalid_arguments", "nothing to run")
 	}
+	if r.Runtime != nil && !req.Cell && req.Spec == nil && req.Argv == nil && req.Pip == "" {
+		spec.Report = r.Runtime.Reports() // the compile step's own channel
+	}
 	label := req.Label
 	if label == "" {
 		label = firstLine(req.Code)
@@ -345,7 +348,7 @@ func (r *Run) result(sn executions.Snapshot) Result {
 	}
 	out, errs := Outputs(sn)
 	res.Stdout, res.Stderr = ValidUTF8(string(out)), ValidUTF8(string(errs))
-	if r.Runtime != nil && sn.End != nil && sn.End.Type == runner.EventExit && r.Runtime.CompileFailed(sn.End.ExitCode) {
+	if r.Runtime != nil && sn.End != nil && sn.End.Type == runner.EventExit && r.Runtime.CompileFailed(sn.End.Report) {
 		res.CompileFailed = true
 	}
 	res.QuotaExceeded = r.quota.exceeded()
