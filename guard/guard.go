@@ -35,8 +35,8 @@ type Config struct {
 	// own.
 	MaxBody int64
 	// Rate is requests per second per caller (default 50) with Burst
-	// (default 100). A caller is an MCP session when the request names
-	// one, else its principal from the address it came from.
+	// (default 100). A caller is its MCP session on an MCP route
+	// (Route.PerSession), else its principal from the address it came from.
 	Rate  float64
 	Burst int
 }
@@ -54,6 +54,10 @@ type Route struct {
 	// AnyHost skips the Host check (liveness and readiness probes, which
 	// reveal nothing and are sent to a pod's IP).
 	AnyHost bool
+	// PerSession: the route is MCP's, where a caller is its MCP session
+	// (Mcp-Session-Id, with its principal); elsewhere the header means
+	// nothing and a caller is its principal and address.
+	PerSession bool
 }
 
 // Guard applies Config to routes.
@@ -114,7 +118,11 @@ func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 			}
 			principal = p
 		}
-		if !rt.NoRateLimit && !g.allow(CallerKey(r, principal)) {
+		key := CallerKey(r, principal)
+		if sid := r.Header.Get("Mcp-Session-Id"); rt.PerSession && sid != "" {
+			key = "mcp:" + principal + ":" + sid
+		}
+		if !rt.NoRateLimit && !g.allow(key) {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "too many requests from this caller: slow down (the limit is per MCP session or per client; --rate-limit)", http.StatusTooManyRequests)
 			return
@@ -123,13 +131,10 @@ func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 	})
 }
 
-// CallerKey names a caller for rate limits: its MCP session when the
-// request carries one (each agent its own bucket), else its principal
-// from its address (anonymous callers do not share one bucket).
+// CallerKey names a caller outside MCP, for rate limits and the sessions
+// it may hold: its principal from its address (anonymous callers do not
+// share one bucket, and no header a caller invents makes it a new one).
 func CallerKey(r *http.Request, principal string) string {
-	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-		return "mcp:" + sid
-	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr

@@ -47,7 +47,7 @@ func TestOriginAllowed(t *testing.T) {
 
 func TestWrap(t *testing.T) {
 	g := New(Config{Rate: 1, Burst: 2, MaxBody: 10})
-	h := g.Wrap(Route{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := g.Wrap(Route{PerSession: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		buf := make([]byte, 100)
 		if _, err := r.Body.Read(buf); err != nil && !strings.Contains(err.Error(), "EOF") {
 			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
@@ -88,6 +88,20 @@ func TestWrap(t *testing.T) {
 	}
 	if codes[429] == 0 {
 		t.Errorf("one caller over its rate was not limited: %v", codes)
+	}
+	// Off MCP, an invented Mcp-Session-Id is no way around the limit.
+	other := g.Wrap(Route{}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	codes = map[int]int{}
+	for i := 0; i < 5; i++ {
+		r := httptest.NewRequest("POST", "http://127.0.0.1/y", strings.NewReader("x"))
+		r.RemoteAddr = "127.0.0.2:1"
+		r.Header.Set("Mcp-Session-Id", fmt.Sprintf("invented-%d", i))
+		w := httptest.NewRecorder()
+		other.ServeHTTP(w, r)
+		codes[w.Code]++
+	}
+	if codes[429] == 0 {
+		t.Errorf("invented session ids escaped a non-MCP route's limit: %v", codes)
 	}
 	// A flood of invented session ids does not grow the limiter map
 	// without bound.

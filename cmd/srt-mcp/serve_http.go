@@ -64,7 +64,7 @@ func httpRoutes(cfg httpConfig, svc *service.Service, srv *mcpserver.Server, o *
 		http.Error(w, "unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", g.Wrap(guard.Route{Auth: mcpAuth}, srv.Handler(mcpserver.HTTPConfig{Token: cfg.Token, SessionTTL: cfg.SessionTTL})))
+	mux.Handle("/mcp", g.Wrap(guard.Route{Auth: mcpAuth, PerSession: true}, srv.Handler(mcpserver.HTTPConfig{Token: cfg.Token, SessionTTL: cfg.SessionTTL})))
 	mux.Handle("/files/", g.Wrap(guard.Route{}, downloads.Handler(signer, svc.Sessions()))) // the signed URL is the credential
 	mux.Handle("/metrics", g.Wrap(guard.Route{}, o.Metrics(cfg.MetricsToken)))
 	pgAuth := bearer(func(w http.ResponseWriter) {
