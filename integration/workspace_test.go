@@ -95,11 +95,37 @@ func testWorkspaceState(t *testing.T, backend []string) {
 	time.Sleep(300 * time.Millisecond)
 	d.wantErrorless("cancel_execution", map[string]any{"execution_id": av["execution_id"]})
 	done, _ := d.call("get_execution_output", map[string]any{"execution_id": av["execution_id"], "wait": true})
-	if done["status"] != "cancelled" {
-		t.Fatalf("cancelled cell: %v", done)
+	if done["status"] != "cancelled" || fmt.Sprint(done["exit_code"]) != "130" {
+		t.Fatalf("cancelled cell: want status cancelled, exit_code 130 (interrupted, as a shell says): %v", done)
 	}
 	if v, _ := code("print(keep)"); v["stdout"] != "1\n" {
 		t.Fatalf("after cancel: %v", v)
+	}
+	// An interpreter that dies under its cell is a failure the caller
+	// sees as one (isError, kernel_died), and the next cell gets a new one.
+	if v, isErr := code("import os\nos.kill(os.getpid(), 9)"); !isErr || v["status"] != "failed" || !strings.Contains(fmt.Sprint(v), "kernel_died") {
+		t.Fatalf("a dead interpreter: want isError with kernel_died, got isError=%v %v", isErr, v)
+	}
+	if v, _ := code("print(1)"); v["stdout"] != "1\n" {
+		t.Fatalf("after the interpreter died: %v", v)
+	}
+	// A run_python whose session is closed under it was cancelled, not
+	// timed out: exit_code 128+N (-1 is the timeout's).
+	rsid := d.upload("", "r.txt", "r")
+	rdone := make(chan map[string]any, 1)
+	go func() {
+		v, _ := d.call("run_python", map[string]any{"session_id": rsid, "code": "import time\ntime.sleep(60)"})
+		rdone <- v
+	}()
+	time.Sleep(500 * time.Millisecond)
+	d.wantErrorless("close_session", map[string]any{"session_id": rsid})
+	select {
+	case v := <-rdone:
+		if c := fmt.Sprint(v["exit_code"]); c != "143" && c != "137" {
+			t.Fatalf("a cancelled run_python: want exit_code 143 (or 137), got %v", v)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a run_python whose session closed did not end")
 	}
 	// reset_workspace clears the variables, keeps the files.
 	code("open('/mnt/data/kept.txt', 'w').write('k')")

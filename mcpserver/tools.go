@@ -209,17 +209,10 @@ func status(st executions.State) string {
 	return "running"
 }
 
-func exitCode(sn executions.Snapshot) *int {
-	if sn.End != nil && sn.End.Type == runner.EventExit {
-		c := sn.End.ExitCode
-		return &c
-	}
-	if sn.End != nil && sn.End.Type == runner.EventTimeout {
-		c := -1
-		return &c
-	}
-	return nil
-}
+// exitCode is the end's exit status as a shell reports it: the
+// command's own, -1 for a timeout, 128+N for a run cancelled by signal N,
+// null while running or when the sandbox failed.
+func exitCode(sn executions.Snapshot) *int { return service.ExitCode(sn.End) }
 
 func result(sn executions.Snapshot) map[string]any {
 	out := sn.Events
