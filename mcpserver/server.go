@@ -43,6 +43,8 @@ type Server struct {
 	svc *service.Service
 	mgr *executions.Manager
 	mcp *server.MCPServer
+	// args are the tools' argument names, for strict checking.
+	args strictArgs
 }
 
 // New builds the MCP server and its tools on the run service.
@@ -77,6 +79,7 @@ func New(cfg Config, svc *service.Service) *Server {
 		server.WithResourceCapabilities(false, false),
 		server.WithRecovery(),
 		server.WithHooks(hooks),
+		server.WithToolHandlerMiddleware(s.strict),
 		server.WithInstructions("Run commands and code in an OS sandbox (bubblewrap on Linux). "+
 			"execute_code waits for the result; execute_code_async returns an execution_id to poll with get_execution_output "+
 			"(pass next_seq back as since_seq to get only new output). Network and filesystem access beyond the sandbox's "+

@@ -114,6 +114,11 @@ const idOnlySchema = `{"type": "object", "properties": {
   "execution_id": {"type": "string", "description": "The id returned by execute_code or execute_code_async."}},
   "required": ["execution_id"], "additionalProperties": false}`
 
+// executionTools are seed 002's tools, whose errors keep the shape of an
+// execution result (execution_id, status "failed", output, error).
+var executionTools = map[string]bool{"execute_code": true, "execute_code_async": true, "get_execution_output": true,
+	"send_stdin": true, "cancel_execution": true, "list_executions": true, "get_execution_status": true}
+
 func (s *Server) addTools() {
 	s.mcp.AddTool(mcp.NewToolWithRawSchema("execute_code",
 		"Run a shell command in a fresh OS sandbox and wait for it to finish. Returns execution_id, status, exit_code and the complete output as events [{type, data, ts}]. Output also streams as progress notifications when the request carries a progress token. Use execute_code_async for runs longer than a minute.",
@@ -139,8 +144,8 @@ func (s *Server) addTools() {
 		json.RawMessage(`{"type": "object", "properties": {
   "execution_id": {"type": "string"},
   "input_data": {"type": "string", "description": "Text to write to stdin."},
-  "close_stdin": {"type": "boolean", "default": false}},
-  "required": ["execution_id", "input_data"], "additionalProperties": false}`)),
+  "close_stdin": {"type": "boolean", "default": false, "description": "End the input after input_data (if any)."}},
+  "required": ["execution_id"], "additionalProperties": false}`)),
 		s.handleStdin)
 	s.mcp.AddTool(mcp.NewToolWithRawSchema("cancel_execution",
 		"Cancel a running execution: SIGTERM to every process in its sandbox, then SIGKILL after a grace period; force=true kills at once.",
@@ -496,6 +501,9 @@ func (s *Server) handleStdin(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	}
 	if err := req.BindArguments(&a); err != nil {
 		return toolError("invalid_arguments", err.Error()), nil
+	}
+	if a.InputData == "" && !a.CloseStdin {
+		return toolError("invalid_arguments", "nothing to send: give input_data (include \"\\n\" to end a line), close_stdin=true, or both"), nil
 	}
 	e, errRes := s.lookup(ctx, a.ExecutionID)
 	if errRes != nil {
