@@ -63,6 +63,8 @@ const (
 	ErrCodeImageUnpinned = "image_unpinned"
 	ErrCodeContainerDied = "container_died"
 	ErrCodeOOM           = "oom_killed"
+	// ErrCodeSessionClosed: the session closed while its run was starting.
+	ErrCodeSessionClosed = "session_closed"
 )
 
 // ExecStageMount is where srt-mcp's exec stage is mounted (read-only) in
@@ -324,7 +326,7 @@ func (b *Backend) userOf(bx sessions.Box) string {
 }
 
 // ErrClosed: the session ended (a run that raced its close).
-var errClosed = &runner.Error{Code: ErrCodeContainerDied, Message: "the session was closed"}
+var errClosed = &runner.Error{Code: ErrCodeSessionClosed, Message: "the session was closed before the run started"}
 
 // Container returns the session's container, creating and starting it on
 // first use.

@@ -55,7 +55,7 @@ func (b *Backend) Start(bx sessions.Box, spec runner.Spec, sink func(runner.Even
 	}
 	h, err := b.start(bx, spec, sink)
 	var re *runner.Error
-	if (errors.As(err, &re) && re.Code == ErrCodeContainerDied && re != errClosed) || errors.Is(err, errStageGone) {
+	if (errors.As(err, &re) && re.Code == ErrCodeContainerDied) || errors.Is(err, errStageGone) {
 		h, err = b.start(bx, spec, sink)
 	}
 	if errors.Is(err, errStageGone) {

@@ -213,8 +213,13 @@ func (m *Manager) start(owner, label string, spec runner.Spec, start Starter, gl
 	spec.Version = runner.SpecVersion
 	h, err := start(spec, e.onEvent)
 	if err != nil {
+		code, msg := runner.ErrCodeInternal, err.Error()
+		var re *runner.Error
+		if errors.As(err, &re) { // the backend said what went wrong
+			code, msg = re.Code, re.Message
+		}
 		e.onEvent(runner.Event{Seq: 1, Type: runner.EventError, TS: float64(time.Now().UnixNano()) / 1e9,
-			ErrCode: runner.ErrCodeInternal, Message: err.Error()})
+			ErrCode: code, Message: msg})
 		return e, nil
 	}
 	e.mu.Lock()
@@ -288,10 +293,15 @@ func (e *Execution) onEvent(ev runner.Event) {
 // when they end (the owner's MCP session ended: no one else may read
 // them), so that a server's memory follows its live callers.
 func (m *Manager) ForgetOwner(owner string) {
+	m.ForgetWhere(func(o string) bool { return o == owner })
+}
+
+// ForgetWhere is ForgetOwner for every owner that passes may.
+func (m *Manager) ForgetWhere(may func(owner string) bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, e := range m.execs {
-		if e.Owner != owner {
+		if !may(e.Owner) {
 			continue
 		}
 		e.mu.Lock()
@@ -511,6 +521,35 @@ func (m *Manager) Get(owner, id string) (*Execution, error) {
 	return e, nil
 }
 
+// Lookup finds execution id for a caller that holds its id and may reach
+// what its owner owns (may answers for the owner; never nil).
+func (m *Manager) Lookup(id string, may func(owner string) bool) (*Execution, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.execs[id]
+	if !ok || !may(e.Owner) {
+		if o, gone := m.expired[id]; gone && may(o) {
+			return nil, ErrExpired
+		}
+		return nil, ErrNotFound
+	}
+	return e, nil
+}
+
+// ListWhere returns the executions whose owner passes may, oldest first.
+func (m *Manager) ListWhere(may func(owner string) bool) []*Execution {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*Execution
+	for _, e := range m.execs {
+		if may(e.Owner) {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out
+}
+
 // List returns owner's executions, oldest first.
 func (m *Manager) List(owner string) []*Execution {
 	m.mu.Lock()
@@ -527,8 +566,13 @@ func (m *Manager) List(owner string) []*Execution {
 
 // CancelOwner cancels every running execution of owner (a session ended).
 func (m *Manager) CancelOwner(owner string, force bool) int {
+	return m.CancelWhere(func(o string) bool { return o == owner }, force)
+}
+
+// CancelWhere is CancelOwner for every owner that passes may.
+func (m *Manager) CancelWhere(may func(owner string) bool, force bool) int {
 	n := 0
-	for _, e := range m.List(owner) {
+	for _, e := range m.ListWhere(may) {
 		if e.Cancel(force) == nil {
 			n++
 		}

@@ -113,11 +113,12 @@ func testWorkspaceState(t *testing.T, backend []string) {
 	// timed out: exit_code 128+N (-1 is the timeout's).
 	rsid := d.upload("", "r.txt", "r")
 	rdone := make(chan map[string]any, 1)
+	marker := fmt.Sprintf("65.%d", time.Now().UnixNano()%1_000_000)
 	go func() {
-		v, _ := d.call("run_python", map[string]any{"session_id": rsid, "code": "import time\ntime.sleep(60)"})
+		v, _ := d.call("run_python", map[string]any{"session_id": rsid, "code": fmt.Sprintf("import subprocess\nsubprocess.run(['sleep', '%s'])", marker)})
 		rdone <- v
 	}()
-	time.Sleep(500 * time.Millisecond)
+	waitProcesses(t, marker, 60*time.Second) // running (a Docker session's container takes a moment)
 	d.wantErrorless("close_session", map[string]any{"session_id": rsid})
 	select {
 	case v := <-rdone:
