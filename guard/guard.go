@@ -12,6 +12,7 @@
 package guard
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/netip"
@@ -118,6 +119,7 @@ func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 			}
 			principal = p
 		}
+		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, principal))
 		key := CallerKey(r, principal)
 		if sid := r.Header.Get("Mcp-Session-Id"); rt.PerSession && sid != "" {
 			key = "mcp:" + principal + ":" + sid
@@ -129,6 +131,15 @@ func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+type principalKey struct{}
+
+// Principal is the principal the route's authentication named for the
+// request whose context this is ("" outside the guard).
+func Principal(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
 }
 
 // CallerKey names a caller outside MCP, for rate limits and the sessions
