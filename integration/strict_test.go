@@ -39,7 +39,7 @@ func TestStrictArguments(t *testing.T) {
 	if v, isErr := d.call("sandbox.run_code", map[string]any{"conversation_id": "c", "language": "python", "code": "1"}); !isErr || !strings.Contains(fmt.Sprint(v["output"]), "did you mean conversationId?") {
 		t.Fatalf("sandbox.run_code with \"conversation_id\": %v", v)
 	}
-	if v, isErr := d.call("list_executions", map[string]any{"all": true}); !isErr || !strings.Contains(fmt.Sprint(v["error"]), "list_executions takes no arguments") {
+	if v, isErr := d.call("list_executions", map[string]any{"all": true}); !isErr || !strings.Contains(fmt.Sprint(v["error"]), `unknown argument "all"; list_executions takes session_id`) {
 		t.Fatalf("list_executions with \"all\": %v", v)
 	}
 }

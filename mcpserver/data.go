@@ -117,7 +117,7 @@ func (s *Server) handleUpload(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if int64(len(data)) > s.svc.Config().MaxUploadBytes {
 		return dataError("too_large", fmt.Sprintf("the upload is %d bytes, more than the %d-byte limit (SANDBOX_MAX_UPLOAD_BYTES)", len(data), s.svc.Config().MaxUploadBytes), nil), nil
 	}
-	ss, created, err := s.svc.Session(ownerFrom(ctx), a.SessionID)
+	ss, created, err := s.openSession(callerOf(ctx), a.SessionID)
 	if err != nil {
 		return fromErr(err), nil
 	}
@@ -158,7 +158,7 @@ func (s *Server) handleRunPython(ctx context.Context, req mcp.CallToolRequest) (
 	if err := s.svc.CheckCode(a.Code); err != nil {
 		return fromErr(err), nil
 	}
-	ss, _, err := s.svc.Session(ownerFrom(ctx), a.SessionID)
+	ss, _, err := s.openSession(callerOf(ctx), a.SessionID)
 	if err != nil {
 		return fromErr(err), nil
 	}
@@ -332,7 +332,7 @@ func (s *Server) handleReadArtifact(ctx context.Context, req mcp.CallToolRequest
 	if err := req.BindArguments(&a); err != nil {
 		return dataError("invalid_arguments", err.Error(), nil), nil
 	}
-	ss, err := s.svc.Get(a.SessionID)
+	ss, err := s.getSession(callerOf(ctx), a.SessionID)
 	if err != nil {
 		return fromErr(err), nil
 	}
@@ -369,7 +369,7 @@ func (s *Server) handleListArtifacts(ctx context.Context, req mcp.CallToolReques
 	if err := req.BindArguments(&a); err != nil {
 		return dataError("invalid_arguments", err.Error(), nil), nil
 	}
-	ss, err := s.svc.Get(a.SessionID)
+	ss, err := s.getSession(callerOf(ctx), a.SessionID)
 	if err != nil {
 		return fromErr(err), nil
 	}
@@ -393,6 +393,9 @@ func (s *Server) handleCloseSession(ctx context.Context, req mcp.CallToolRequest
 	if err := req.BindArguments(&a); err != nil {
 		return dataError("invalid_arguments", err.Error(), nil), nil
 	}
+	if err := s.svc.MayUse(a.SessionID, callerOf(ctx).principal); err != nil {
+		return fromErr(err), nil
+	}
 	if err := s.svc.CloseSession(a.SessionID); err != nil {
 		return fromErr(err), nil
 	}
@@ -404,7 +407,7 @@ func (s *Server) readArtifactResource(ctx context.Context, req mcp.ReadResourceR
 	if unescaped, err := url.PathUnescape(name); err == nil {
 		name = unescaped
 	}
-	ss, err := s.svc.Get(sid)
+	ss, err := s.getSession(callerOf(ctx), sid)
 	if err != nil {
 		return nil, err
 	}

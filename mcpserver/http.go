@@ -15,43 +15,13 @@ import (
 
 // HTTPConfig configures the Streamable HTTP door.
 type HTTPConfig struct {
-	// Token is the bearer token requests carry (checked by the guard in
-	// front); it names the caller's principal. "": anonymous.
-	Token string
 	// SessionTTL frees idle MCP sessions (and cancels their executions);
 	// the command makes sure it outlasts the longest call.
 	SessionTTL time.Duration
 }
 
-type principalKey struct{}
-
-func principalFrom(ctx context.Context) string {
-	if p, ok := ctx.Value(principalKey{}).(string); ok {
-		return p
-	}
-	return "local"
-}
-
-// ownerFor names who owns an execution: the MCP session when there is one
-// (session ids are unguessable and every request is authenticated), else
-// the authenticated principal (2026-07-28 clients have no sessions).
-func ownerFor(sessionID, principal string) string {
-	if sessionID != "" {
-		return "session:" + sessionID
-	}
-	return "principal:" + principal
-}
-
-func ownerFrom(ctx context.Context) string {
-	sid := ""
-	if sess := server.ClientSessionFromContext(ctx); sess != nil {
-		sid = sess.SessionID()
-	}
-	return ownerFor(sid, principalFrom(ctx))
-}
-
-// PrincipalOf identifies an HTTP caller: a hash of the server's token it
-// presented, or "anonymous".
+// PrincipalOf names the principal of the server's single --token: a hash
+// of it, or "anonymous" without one. (Named keys are "key:NAME".)
 func PrincipalOf(token string) string {
 	if token == "" {
 		return "anonymous"
@@ -61,26 +31,37 @@ func PrincipalOf(token string) string {
 }
 
 // Handler serves MCP's Streamable HTTP transport (mounted at /mcp).
+//
+// Three kinds of caller POST there. A 2025-11-25 client initializes and
+// then sends its Mcp-Session-Id: the stateful server. A 2026-07-28 client
+// marks every request as such and has no session: mcp-go serves it on the
+// same server, sessionless. And a plain JSON-RPC caller (seed 003 §7.1: one
+// tools/call with a bearer token, no initialize, no protocol version) is
+// served by a stateless server on the same tools, with a JSON reply; all
+// sessionless callers keep their state in handles (see caller.go).
 func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 	ttl := cfg.SessionTTL
 	if ttl <= 0 {
 		ttl = 30 * time.Minute
 	}
-	principal := PrincipalOf(cfg.Token)
 	streamable := server.NewStreamableHTTPServer(s.mcp,
 		server.WithStateful(true),
 		server.WithDisableStreaming(true),
 		server.WithSessionIdleTTL(ttl),
-		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
-			return context.WithValue(ctx, principalKey{}, principal)
-		}),
+		server.WithHTTPContextFunc(httpCaller),
 	)
-	return mcpFilter(streamable)
+	plain := server.NewStreamableHTTPServer(s.mcp,
+		server.WithStateLess(true),
+		server.WithDisableStreaming(true),
+		server.WithHTTPContextFunc(httpCaller),
+	)
+	return mcpFilter(streamable, plain)
 }
 
-// mcpFilter drops sessionless notifications/cancelled, which mcp-go would
-// match against any client's request ids.
-func mcpFilter(next http.Handler) http.Handler {
+// mcpFilter sends a plain JSON-RPC request to the stateless server, and
+// drops sessionless notifications/cancelled, which mcp-go would match
+// against any client's request ids.
+func mcpFilter(next, plain http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 			body, err := io.ReadAll(r.Body)
@@ -90,17 +71,111 @@ func mcpFilter(next http.Handler) http.Handler {
 			}
 			var msg struct {
 				Method string `json:"method"`
+				Params struct {
+					Meta map[string]json.RawMessage `json:"_meta"`
+				} `json:"params"`
 			}
-			if json.Unmarshal(body, &msg) == nil && msg.Method == "notifications/cancelled" {
+			parsed := json.Unmarshal(body, &msg) == nil
+			if parsed && msg.Method == "notifications/cancelled" {
 				// Without a session the request id is ambiguous across
 				// clients; for 2026-07-28 clients, disconnecting cancels.
 				w.WriteHeader(http.StatusAccepted)
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
+			_, modern := msg.Params.Meta["io.modelcontextprotocol/protocolVersion"]
+			modern = modern || r.Header.Get("MCP-Protocol-Version") >= "2026-07-28"
+			if parsed && msg.Method != "" && msg.Method != "initialize" && !modern {
+				if r.Header.Get("Accept") == "" || r.Header.Get("Accept") == "*/*" {
+					r.Header.Set("Accept", "application/json, text/event-stream")
+				}
+				plain.ServeHTTP(w, r)
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// maxEventStreams bounds the open GET /mcp/events streams.
+const maxEventStreams = 256
+
+// heartbeat is how often an events stream says it is alive.
+const heartbeat = 15 * time.Second
+
+// EventsHandler is seed 003's GET /mcp/events: a Server-Sent Events stream
+// for JSON-RPC notifications. srt-mcp sends its notifications on the
+// request they belong to, so the stream carries heartbeats (SSE comments)
+// that keep proxies from closing it; it ends when the client goes away or
+// the server shuts down.
+func (s *Server) EventsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", "GET")
+			http.Error(w, "GET /mcp/events opens an event stream", http.StatusMethodNotAllowed)
+			return
+		}
+		fl, ok := w.(http.Flusher)
+		if !ok {
+			http.Error(w, "streaming is not supported here", http.StatusInternalServerError)
+			return
+		}
+		if n := s.streams.Add(1); n > maxEventStreams {
+			s.streams.Add(-1)
+			http.Error(w, "too many open event streams; try again later", http.StatusServiceUnavailable)
+			return
+		}
+		defer s.streams.Add(-1)
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, ": srt-mcp events (heartbeats every 15 s)\nretry: 5000\n\n")
+		fl.Flush()
+		t := time.NewTicker(heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-s.closing:
+				return
+			case now := <-t.C:
+				if _, err := io.WriteString(w, ": heartbeat "+now.UTC().Format(time.RFC3339)+"\n\n"); err != nil {
+					return
+				}
+				fl.Flush()
+			}
+		}
+	})
+}
+
+// SSEHandlers serve the 2024-11-05 HTTP+SSE transport (GET /sse opens the
+// stream, POST /message?sessionId=… carries requests) on the same tools:
+// some n8n and desktop client versions speak nothing else. Each SSE
+// connection is an MCP session of its own.
+func (s *Server) SSEHandlers() (sse, message http.Handler) {
+	srv := server.NewSSEServer(s.mcp,
+		server.WithSSEEndpoint("/sse"),
+		server.WithMessageEndpoint("/message"),
+		server.WithKeepAlive(true),
+		server.WithKeepAliveInterval(heartbeat),
+		server.WithSSEContextFunc(httpCaller),
+		// The guard in front checks Host and Origin for every route.
+		server.WithSSEDisableLocalhostProtection(true),
+	)
+	s.sse = srv
+	return srv.SSEHandler(), srv.MessageHandler()
+}
+
+// CloseStreams ends the long-lived streams (events, SSE) so that an HTTP
+// server shutting down does not wait for them.
+func (s *Server) CloseStreams(ctx context.Context) {
+	s.closeOnce.Do(func() { close(s.closing) })
+	if s.sse != nil {
+		_ = s.sse.Shutdown(ctx)
+	}
 }
 
 // ServeStdio serves MCP on stdin/stdout until stdin closes; the stdio

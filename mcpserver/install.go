@@ -24,7 +24,7 @@ var (
 )
 
 func (s *Server) addInstallTool() {
-	t := mcp.NewToolWithRawSchema("install_package", "Install a Python package into a session with pip (from the operator's package index, through the sandbox's network proxy). It is importable by the next execute_code call in that session. Omit session_id for this connection's workspace.",
+	t := mcp.NewToolWithRawSchema("install_package", "Install a Python package into a session with pip (from the operator's package index, through the sandbox's network proxy). It is importable by the next execute_code call in that session. Omit session_id for this connection's workspace (without an MCP session, a new workspace whose session_id the reply names: pass it to execute_code).",
 		json.RawMessage(`{"type": "object", "properties": {
   "session_id": {"type": "string", "description": "Session to install into; omit for this connection's workspace."},
   "package": {"type": "string", "description": "Package name, e.g. \"requests\" or \"pandas[excel]\"."},
@@ -64,7 +64,7 @@ func (s *Server) handleInstall(ctx context.Context, req mcp.CallToolRequest) (*m
 		code, msg := service.CodeOf(err)
 		return fail(code, msg)
 	}
-	ss, err := s.sessionOrWorkspace(ctx, a.SessionID, true)
+	ss, minted, err := s.sessionOrWorkspace(ctx, a.SessionID, true)
 	if err != nil {
 		return fromErr(err), nil
 	}
@@ -99,7 +99,12 @@ func (s *Server) handleInstall(ctx context.Context, req mcp.CallToolRequest) (*m
 	}
 	v := map[string]any{"success": true, "package": a.Package, "version_installed": version, "session_id": ss.ID,
 		"message": lastLine(res.Stdout), "network": decisions}
-	return mcp.NewToolResultStructured(v, fmt.Sprintf("installed %s %s in session %s", a.Package, version, ss.ID)), nil
+	text := fmt.Sprintf("installed %s %s in session %s", a.Package, version, ss.ID)
+	if minted {
+		v["note"] = handleSentence(ss.ID)
+		text += "\n" + handleSentence(ss.ID)
+	}
+	return mcp.NewToolResultStructured(v, text), nil
 }
 
 func cutLast(s, sep string) (string, string, bool) {

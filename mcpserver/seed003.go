@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/srt-mcp/srt-mcp/apikeys"
 	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/service"
 	"github.com/srt-mcp/srt-mcp/sessions"
@@ -74,7 +75,12 @@ func (s *Server) handleRunCode(ctx context.Context, req mcp.CallToolRequest) (*m
 	if _, err := s.svc.Runtime(a.Language); err != nil {
 		return fail(fmt.Sprintf("no runner for language %q; sandbox.list_runners names the ones here (%s)", a.Language, strings.Join(s.svc.Languages(), ", ")))
 	}
-	ss, _, err := s.svc.Session(ownerFrom(ctx), sessions.ForConversation(a.ConversationID))
+	c := callerOf(ctx)
+	conv := a.ConversationID
+	if strings.HasPrefix(c.principal, apikeys.PrincipalPrefix) {
+		conv = c.principal + "\x00" + conv // each named key its own conversations
+	}
+	ss, _, err := s.openSession(c, sessions.ForConversation(conv))
 	if err != nil {
 		return failErr(err)
 	}

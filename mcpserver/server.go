@@ -15,6 +15,8 @@ package mcpserver
 import (
 	"context"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -45,6 +47,12 @@ type Server struct {
 	mcp *server.MCPServer
 	// args are the tools' argument names, for strict checking.
 	args strictArgs
+
+	// The long-lived HTTP streams (see CloseStreams).
+	streams   atomic.Int64
+	closing   chan struct{}
+	closeOnce sync.Once
+	sse       *server.SSEServer
 }
 
 // New builds the MCP server and its tools on the run service.
@@ -61,18 +69,18 @@ func New(cfg Config, svc *service.Service) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, svc: svc, mgr: svc.Manager()}
+	s := &Server{cfg: cfg, svc: svc, mgr: svc.Manager(), closing: make(chan struct{})}
 	hooks := &server.Hooks{}
 	hooks.AddOnUnregisterSession(func(ctx context.Context, sess server.ClientSession) {
 		// The session ended (DELETE, idle expiry, stdin EOF): its running
 		// executions, async ones included, are cancelled and their
 		// sandboxes torn down, and its workspace closed.
-		owner := ownerFor(sess.SessionID(), principalFrom(ctx))
-		if n := s.mgr.CancelOwner(owner, false); n > 0 {
+		owned := ownedBySession(sess.SessionID())
+		if n := s.mgr.CancelWhere(owned, false); n > 0 {
 			cfg.Logger.Info("session ended; cancelled its executions", "session", sess.SessionID(), "cancelled", n)
 		}
-		s.mgr.ForgetOwner(owner) // nobody else may read them
-		svc.CloseWorkspace(owner)
+		s.mgr.ForgetWhere(owned) // nobody else may read them
+		svc.CloseWorkspace(sessionOwner(sess.SessionID()))
 	})
 	s.mcp = server.NewMCPServer("srt-mcp", cfg.Version,
 		server.WithToolCapabilities(false),
@@ -83,13 +91,16 @@ func New(cfg Config, svc *service.Service) *Server {
 		server.WithInstructions("Run commands and code in an OS sandbox (bubblewrap on Linux). "+
 			"execute_code waits for the result; execute_code_async returns an execution_id to poll with get_execution_output "+
 			"(pass next_seq back as since_seq to get only new output). Network and filesystem access beyond the sandbox's "+
-			"private /tmp must be requested in sandbox_config and is limited to what the operator allows."),
+			"private /tmp must be requested in sandbox_config and is limited to what the operator allows. "+
+			"State that spans calls lives in handles the server returns: pass a reply's session_id back to keep a workspace's "+
+			"variables and files, and an execution_id to poll, feed or cancel that execution."),
 	)
 	s.addTools()
 	s.addDataTools()
 	s.addWorkspaceTools()
 	s.addInstallTool()
 	s.addSeed003Tools()
+	s.markRoutable()
 	return s
 }
 

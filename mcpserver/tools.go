@@ -73,7 +73,7 @@ func execSchema(async bool) json.RawMessage {
     "timeout_seconds": {"type": "number", "default": 60, "description": "Wall-clock limit; the command gets SIGTERM, then SIGKILL. At most the operator's maximum."},
     "interactive": {"type": "boolean", "default": false, "description": "Run on a pseudo-terminal (for prompts and REPLs); answer with send_stdin."},
     "working_directory": {"type": "string", "default": "/tmp", "description": "Directory to start in: /tmp (the sandbox's private, writable scratch space), /mnt/data with a session_id, or an absolute host path the operator allows."},
-    "session_id": {"type": "string", "description": "A data session (sess_ + 12 hex digits, as from upload_file, run_python or create_session): its files are mounted read-write at /mnt/data, which becomes the default working directory. One run per session at a time. With code: omit it to use this connection's workspace, or pass \"__stateless__\" for a fresh interpreter."},
+    "session_id": {"type": "string", "description": "A data session (sess_ + 12 hex digits, as from upload_file, run_python or create_session): its files are mounted read-write at /mnt/data, which becomes the default working directory. One run per session at a time. With code: omit it to use this connection's workspace (a client without an MCP session gets a new workspace each time: the reply's session_id is its handle, so pass it back to keep variables and files), or pass \"__stateless__\" for a fresh interpreter."},
     "environment": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Environment variables to set. Nothing of the server's environment is passed."},
     "sandbox_config": ` + sandboxConfigSchema + wait + `
   },
@@ -155,8 +155,9 @@ func (s *Server) addTools() {
   "required": ["execution_id"], "additionalProperties": false}`)),
 		s.handleCancel)
 	s.mcp.AddTool(mcp.NewToolWithRawSchema("list_executions",
-		"List this session's executions (running and recently finished) with their status.",
-		json.RawMessage(`{"type": "object", "properties": {}, "additionalProperties": false}`)),
+		"List your executions (running and recently finished) with their status: this MCP session's, or without one your API key's. session_id narrows the list to one workspace's (without an MCP session or an API key it is required: a workspace handle is then the only thing that is yours).",
+		json.RawMessage(`{"type": "object", "properties": {
+  "session_id": {"type": "string", "description": "Only the executions of this workspace (the session_id an execute_code reply named)."}}, "additionalProperties": false}`)),
 		s.handleList)
 	s.mcp.AddTool(mcp.NewToolWithRawSchema("get_execution_status",
 		"Get an execution's status, exit code, command and timing without its output.",
@@ -339,13 +340,14 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 		if err != nil {
 			return toolErr(err), nil
 		}
-		owner := ownerFrom(ctx)
+		c := callerOf(ctx)
 		var ss *sessions.Session
 		if a.SessionID != "" {
-			if ss, _, err = s.svc.Session(owner, a.SessionID); err != nil {
+			if ss, _, err = s.openSession(c, a.SessionID); err != nil {
 				return toolErr(err), nil
 			}
 		}
+		owner := c.owner(a.SessionID)
 		r, err := s.svc.Start(ctx, service.Request{Op: "execute_code", Kind: "command", Session: ss, Owner: owner, Label: a.Command, Spec: &spec})
 		if err != nil {
 			return toolErr(err), nil
@@ -439,7 +441,7 @@ func (s *Server) lookup(ctx context.Context, id string) (*executions.Execution, 
 	if id == "" {
 		return nil, toolError("invalid_arguments", "execution_id is required")
 	}
-	e, err := s.mgr.Get(ownerFrom(ctx), id)
+	e, err := s.mgr.Lookup(id, callerOf(ctx).may)
 	if errors.Is(err, executions.ErrExpired) {
 		return nil, toolError("expired", fmt.Sprintf("execution %q: %v", id, err))
 	}
@@ -578,10 +580,31 @@ func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest) (*mc
 	return structured(statusMap(sn), "execution "+e.ID+" is "+status(sn.State), false), nil
 }
 
+// handleList lists the caller's executions: its MCP session's; without
+// one, its principal's (a named key's), narrowed to one workspace handle
+// by session_id; an anonymous sessionless caller has nothing that is its
+// own but its handles, so it must name one.
 func (s *Server) handleList(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a struct {
+		SessionID string `json:"session_id"`
+	}
+	if err := req.BindArguments(&a); err != nil {
+		return toolError("invalid_arguments", err.Error()), nil
+	}
+	c := callerOf(ctx)
+	may := c.may
+	if a.SessionID != "" {
+		if err := s.svc.MayUse(a.SessionID, c.principal); err != nil {
+			return toolErr(err), nil
+		}
+		may = func(owner string) bool { return owner == c.owner(a.SessionID) }
+	} else if c.sessionless() && c.anonymous() {
+		return structured(map[string]any{"executions": []map[string]any{}},
+			"no executions listed: without an MCP session or an API key, pass the session_id of a workspace to list its executions (or poll an execution by its execution_id)", false), nil
+	}
 	list := []map[string]any{}
 	var lines []string
-	for _, e := range s.mgr.List(ownerFrom(ctx)) {
+	for _, e := range s.mgr.ListWhere(may) {
 		sn := e.Snapshot(^uint64(0) >> 1)
 		list = append(list, map[string]any{"execution_id": e.ID, "status": status(sn.State), "exit_code": exitCode(sn),
 			"command": e.Label, "created_at": e.Created.UTC().Format(time.RFC3339Nano)})

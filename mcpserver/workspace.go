@@ -41,37 +41,58 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 	} else if a.TimeoutSeconds != nil {
 		timeout = time.Duration(*a.TimeoutSeconds * float64(time.Second))
 	}
-	owner := ownerFrom(ctx)
-	sr := service.Request{Op: "execute_code", Kind: "script", Owner: owner, Language: rt.Language, Code: a.Code, Cell: true, Timeout: timeout}
+	c := callerOf(ctx)
+	sr := service.Request{Op: "execute_code", Kind: "script", Language: rt.Language, Code: a.Code, Cell: true, Timeout: timeout}
+	minted := false
 	switch {
 	case a.SessionID == Stateless:
 		sr.Kind, sr.Cell = "stateless", false
 	case a.SessionID == "":
-		sr.Session, err = s.svc.Workspace(owner, true)
+		sr.Session, minted, err = s.workspace(c, true)
 	default:
-		sr.Session, err = s.svc.Get(a.SessionID)
+		sr.Session, err = s.getSession(c, a.SessionID)
 	}
 	if err != nil {
 		return toolErr(err), nil
+	}
+	if sr.Session != nil {
+		sr.Owner = c.owner(sr.Session.ID)
+	} else {
+		sr.Owner = c.owner("")
 	}
 	if rt.Stateful && sr.Cell {
 		sr.Kind = "cell"
 	}
 	r, err := s.svc.Start(ctx, sr)
 	if err != nil {
+		if minted {
+			_ = s.svc.CloseSession(sr.Session.ID) // a handle nobody was told of
+		}
 		return toolErr(err), nil
 	}
 	sid := Stateless
 	if r.Session != nil {
 		sid = r.Session.ID
 	}
+	note := func(v map[string]any) {
+		if minted {
+			n, _ := v["note"].(string)
+			v["note"] = strings.TrimSpace(n + " " + handleSentence(sid))
+		}
+	}
 	wait := !async && (a.WaitForCompletion == nil || *a.WaitForCompletion)
 	if !wait {
 		v := s.codeResult(service.Result{ID: r.ID(), Snapshot: r.Exec.Snapshot(0), Note: r.Note}, sid, rt.Language)
-		return structured(v, "started execution "+r.ID()+" in session "+sid+"; poll it with get_execution_output", false), nil
+		note(v)
+		text := "started execution " + r.ID() + " in session " + sid + "; poll it with get_execution_output"
+		if minted {
+			text += "\n" + handleSentence(sid)
+		}
+		return structured(v, text, false), nil
 	}
 	res := s.finish(ctx, req, r)
 	v := s.codeResult(res, sid, rt.Language)
+	note(v)
 	isErr := res.Snapshot.State == executions.StateFailed || res.QuotaExceeded != ""
 	out := structured(v, codeSummary(v), isErr)
 	if arts, ok := v["artifacts"].([]map[string]any); ok {
@@ -157,11 +178,11 @@ func (s *Server) addWorkspaceTools() {
 		`{"type": "object", "properties": {"session_id": {"type": "string", "description": "Session to destroy."}}, "required": ["session_id"], "additionalProperties": false}`,
 		false, true, true, s.handleDestroySession)
 	add("get_workspace_info", "Get workspace information", "The variables, imported modules, execution count and memory of a session's interpreter (default: this connection's workspace), read from the running interpreter itself.",
-		`{"type": "object", "properties": {"session_id": {"type": "string", "description": "A session; omit for this connection's workspace."},
+		`{"type": "object", "properties": {"session_id": {"type": "string", "description": "A session; omit for this connection's workspace (a client without an MCP session must pass the session_id an earlier reply named)."},
   "language": {"type": "string", "enum": ["python", "javascript"], "default": "python"}}, "additionalProperties": false}`, true, false, true, s.handleWorkspaceInfo)
 	add("reset_workspace", "Reset workspace", "Clear a workspace's variables and imports (a fresh interpreter); its files in /mnt/data stay.",
 		`{"type": "object", "properties": {"language": {"type": "string", "enum": ["python", "javascript"], "description": "Language of the new interpreter (default: python)."},
-  "session_id": {"type": "string", "description": "A session; omit for this connection's workspace."}}, "additionalProperties": false}`, false, true, true, s.handleResetWorkspace)
+  "session_id": {"type": "string", "description": "A session; omit for this connection's workspace (a client without an MCP session must pass the session_id an earlier reply named)."}}, "additionalProperties": false}`, false, true, true, s.handleResetWorkspace)
 }
 
 func (s *Server) handleListRuntimes(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -210,10 +231,12 @@ func (s *Server) handleCreateSession(ctx context.Context, req mcp.CallToolReques
 		}
 		ttl = time.Duration(*t) * time.Second
 	}
-	ss, err := s.svc.CreateSession(ctx, ownerFrom(ctx), a.Language, memory, ttl)
+	c := callerOf(ctx)
+	ss, err := s.svc.CreateSession(ctx, c.sessionsKey(), a.Language, memory, ttl)
 	if err != nil {
 		return fromErr(err), nil
 	}
+	s.svc.Bind(ss.ID, c.principal)
 	v := map[string]any{"session_id": ss.ID, "language": a.Language, "created_at": ss.Created.UTC().Format(time.RFC3339),
 		"expires_at": s.svc.Sessions().ExpiresAt(ss).UTC().Format(time.RFC3339)}
 	return mcp.NewToolResultStructured(v, fmt.Sprintf("session %s (%s) created; it expires after %s idle", ss.ID, a.Language, ttl)), nil
@@ -226,6 +249,9 @@ func (s *Server) handleDestroySession(ctx context.Context, req mcp.CallToolReque
 	if err := req.BindArguments(&a); err != nil {
 		return dataError("invalid_arguments", err.Error(), nil), nil
 	}
+	if err := s.svc.MayUse(a.SessionID, callerOf(ctx).principal); err != nil {
+		return fromErr(err), nil
+	}
 	if err := s.svc.CloseSession(a.SessionID); err != nil {
 		return fromErr(err), nil
 	}
@@ -234,11 +260,16 @@ func (s *Server) handleDestroySession(ctx context.Context, req mcp.CallToolReque
 
 // sessionOrWorkspace is the session named, or the caller's workspace
 // (created only when create is set; nil when there is none).
-func (s *Server) sessionOrWorkspace(ctx context.Context, sid string, create bool) (*sessions.Session, error) {
+//
+// A sessionless caller has no workspace of its own: create mints a new
+// one (minted), else there is none.
+func (s *Server) sessionOrWorkspace(ctx context.Context, sid string, create bool) (ss *sessions.Session, minted bool, err error) {
+	c := callerOf(ctx)
 	if sid != "" {
-		return s.svc.Get(sid)
+		ss, err = s.getSession(c, sid)
+		return ss, false, err
 	}
-	return s.svc.Workspace(ownerFrom(ctx), create)
+	return s.workspace(c, create)
 }
 
 func (s *Server) handleWorkspaceInfo(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -254,11 +285,14 @@ func (s *Server) handleWorkspaceInfo(ctx context.Context, req mcp.CallToolReques
 	}
 	v := map[string]any{"session_id": "", "language": a.Language, "variables": []string{}, "imports": []string{},
 		"execution_count": 0, "memory_used_bytes": 0}
-	ss, err := s.sessionOrWorkspace(ctx, a.SessionID, false)
+	ss, _, err := s.sessionOrWorkspace(ctx, a.SessionID, false)
 	if err != nil {
 		return fromErr(err), nil
 	}
 	if ss == nil {
+		if callerOf(ctx).sessionless() {
+			return mcp.NewToolResultStructured(v, "no workspace named: pass the session_id an earlier execute_code or create_session returned"), nil
+		}
 		return mcp.NewToolResultStructured(v, "no workspace yet: the first execute_code with code starts one"), nil
 	}
 	v["session_id"], v["created_at"] = ss.ID, ss.Created.UTC().Format(time.RFC3339)
@@ -294,7 +328,10 @@ func (s *Server) handleResetWorkspace(ctx context.Context, req mcp.CallToolReque
 	if !s.svc.Stateful(a.Language) {
 		return dataError("unsupported_language", fmt.Sprintf("language %q has no persistent interpreter here (python, javascript)", a.Language), nil), nil
 	}
-	ss, err := s.sessionOrWorkspace(ctx, a.SessionID, true)
+	if a.SessionID == "" && callerOf(ctx).sessionless() {
+		return dataError("invalid_arguments", "session_id is required: without an MCP session there is no implicit workspace; pass the session_id an earlier call returned", nil), nil
+	}
+	ss, _, err := s.sessionOrWorkspace(ctx, a.SessionID, true)
 	if err != nil {
 		return fromErr(err), nil
 	}

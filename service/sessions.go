@@ -14,15 +14,17 @@ type callers struct {
 	mu       sync.Mutex
 	byCaller map[string]map[string]bool // caller -> its open session ids
 	of       map[string]string          // session id -> caller
+	bound    map[string]string          // session id -> the principal it belongs to
 }
 
 func newCallers() *callers {
-	return &callers{byCaller: map[string]map[string]bool{}, of: map[string]string{}}
+	return &callers{byCaller: map[string]map[string]bool{}, of: map[string]string{}, bound: map[string]string{}}
 }
 
 func (c *callers) forget(sid string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	delete(c.bound, sid)
 	if caller, ok := c.of[sid]; ok {
 		delete(c.of, sid)
 		delete(c.byCaller[caller], sid)
@@ -31,6 +33,39 @@ func (c *callers) forget(sid string) {
 		}
 	}
 }
+
+// Bind makes the session belong to principal, unless it already belongs
+// to one: a principal's handles reach none of another's sessions (see
+// MayUse).
+func (s *Service) Bind(sid, principal string) {
+	if principal == "" {
+		return
+	}
+	c := s.callers
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.bound[sid]; !ok {
+		c.bound[sid] = principal
+	}
+}
+
+// MayUse refuses (as session_not_found: a handle of another principal's
+// is no different from one that does not exist) a session bound to a
+// principal other than this one.
+func (s *Service) MayUse(sid, principal string) error {
+	c := s.callers
+	c.mu.Lock()
+	p, ok := c.bound[sid]
+	c.mu.Unlock()
+	if ok && p != principal {
+		return errorf("session_not_found", "No active session with id %s (session ids look like sess_0123456789ab)", sid)
+	}
+	return nil
+}
+
+// NewWorkspace opens a new workspace for caller (from the warm pool when
+// one is ready): a sessionless caller's handle.
+func (s *Service) NewWorkspace(caller string) (*sessions.Session, error) { return s.fromPool(caller) }
 
 // Session returns the session id for caller, creating it when id is ""
 // (a fresh id) or names no open session; created says which. A caller

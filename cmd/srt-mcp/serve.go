@@ -17,7 +17,7 @@ var serveCommand = &cli.Command{
 	Usage: "serve the sandbox as an MCP server (Streamable HTTP at /mcp, or --stdio)",
 	Description: `Every flag also reads the environment variable shown. The operator's flags set the
 ceiling: the most any call's sandbox_config may ask for. Calls may only narrow it.
-A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) unless --insecure-no-auth.`,
+A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) or --token-file unless --insecure-no-auth.`,
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "host", Value: "127.0.0.1", EnvVars: []string{"SANDBOX_HOST"}, Usage: "address to listen on"},
 		&cli.IntFlag{Name: "port", Value: 8080, EnvVars: []string{"SANDBOX_PORT"}, Usage: "port to listen on"},
@@ -38,6 +38,7 @@ A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) unless --insecure-no
 		&cli.StringFlag{Name: "max-output", Value: "10M", EnvVars: []string{"SANDBOX_MAX_OUTPUT"}, Usage: "cap on each of stdout and stderr per execution"},
 		&cli.StringFlag{Name: "settings", EnvVars: []string{"SANDBOX_SETTINGS"}, Usage: "srt-format settings `FILE` for the ceiling"},
 		&cli.StringFlag{Name: "token", EnvVars: []string{"SANDBOX_AUTH_TOKEN", "MCP_API_TOKEN"}, Usage: "bearer token required on every HTTP request"},
+		&cli.PathFlag{Name: "token-file", EnvVars: []string{"SANDBOX_TOKEN_FILE"}, TakesFile: true, Usage: "named API keys, one `FILE` line each: NAME TOKEN or NAME sha256:HEX; each key is a principal of its own (rate limit, sessions, audit, list_executions); the file must not be writable by others"},
 		&cli.BoolFlag{Name: "insecure-no-auth", Usage: "allow a non-loopback --host without a token"},
 		&cli.StringSliceFlag{Name: "allowed-origin", EnvVars: []string{"SANDBOX_ALLOWED_ORIGINS"}, Usage: "browser Origins allowed besides loopback and the server's own"},
 		&cli.StringSliceFlag{Name: "allowed-host", EnvVars: []string{"SANDBOX_ALLOWED_HOSTS"}, Usage: "Host names the server answers to besides IP addresses and localhost (DNS-rebinding guard; the --public-base-url host is added)"},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/srt-mcp/srt-mcp/apikeys"
 	"github.com/srt-mcp/srt-mcp/downloads"
 	"github.com/srt-mcp/srt-mcp/guard"
 	"github.com/srt-mcp/srt-mcp/librechat"
@@ -22,6 +23,9 @@ type httpConfig struct {
 	// Token is the bearer token /mcp and the playground's API need; ""
 	// disables it (allowed on loopback binds or with --insecure-no-auth).
 	Token string
+	// Keys are named API keys (--token-file), each a principal of its own;
+	// accepted besides Token.
+	Keys *apikeys.Keys
 	// AllowedOrigins are browser origins allowed besides loopback ones and
 	// the server's own; a request without an Origin (not from a browser)
 	// is allowed.
@@ -38,7 +42,8 @@ type httpConfig struct {
 
 // httpRoutes puts every front door on one mux, every route behind the same
 // guard (package guard): Host and Origin checks, a body cap, the route's
-// authentication, a per-caller rate limit. /mcp: MCP; /files/: signed
+// authentication, a per-caller rate limit. /mcp: MCP (and /mcp/events,
+// seed 003's event stream; /sse and /message, MCP's 2024-11-05 transport); /files/: signed
 // downloads; /metrics, /readyz, /healthz: operations; /: the playground;
 // the LibreChat Code API under its prefix.
 func httpRoutes(cfg httpConfig, svc *service.Service, srv *mcpserver.Server, o *ops.Ops, signer *downloads.Signer) http.Handler {
@@ -49,14 +54,18 @@ func httpRoutes(cfg httpConfig, svc *service.Service, srv *mcpserver.Server, o *
 	bearer := func(refuse func(w http.ResponseWriter)) func(w http.ResponseWriter, r *http.Request) (string, bool) {
 		principal := mcpserver.PrincipalOf(cfg.Token)
 		return func(w http.ResponseWriter, r *http.Request) (string, bool) {
-			if cfg.Token != "" {
-				got := strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
-				if subtle.ConstantTimeCompare([]byte(got), []byte(cfg.Token)) != 1 {
-					refuse(w)
-					return "", false
-				}
+			if cfg.Token == "" && cfg.Keys == nil {
+				return principal, true
 			}
-			return principal, true
+			got := strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+			if p, ok := cfg.Keys.Check(got); ok {
+				return p, true
+			}
+			if cfg.Token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(cfg.Token)) == 1 {
+				return principal, true
+			}
+			refuse(w)
+			return "", false
 		}
 	}
 	mcpAuth := bearer(func(w http.ResponseWriter) {
@@ -64,7 +73,11 @@ func httpRoutes(cfg httpConfig, svc *service.Service, srv *mcpserver.Server, o *
 		http.Error(w, "unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", g.Wrap(guard.Route{Auth: mcpAuth, PerSession: true}, srv.Handler(mcpserver.HTTPConfig{Token: cfg.Token, SessionTTL: cfg.SessionTTL})))
+	mux.Handle("/mcp", g.Wrap(guard.Route{Auth: mcpAuth, PerSession: true}, srv.Handler(mcpserver.HTTPConfig{SessionTTL: cfg.SessionTTL})))
+	mux.Handle("/mcp/events", g.Wrap(guard.Route{Auth: mcpAuth}, srv.EventsHandler())) // seed 003's event stream
+	sse, message := srv.SSEHandlers()                                                  // the 2024-11-05 HTTP+SSE transport
+	mux.Handle("/sse", g.Wrap(guard.Route{Auth: mcpAuth}, sse))
+	mux.Handle("/message", g.Wrap(guard.Route{Auth: mcpAuth}, message))
 	mux.Handle("/files/", g.Wrap(guard.Route{}, downloads.Handler(signer, svc.Sessions()))) // the signed URL is the credential
 	mux.Handle("/metrics", g.Wrap(guard.Route{}, o.Metrics(cfg.MetricsToken)))
 	pgAuth := bearer(func(w http.ResponseWriter) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/srt-mcp/srt-mcp/apikeys"
 	"github.com/srt-mcp/srt-mcp/downloads"
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/librechat"
@@ -75,9 +76,15 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("--workspace-quota (SANDBOX_WORKSPACE_QUOTA): "+err.Error(), exitUsage)
 	}
+	var keys *apikeys.Keys
+	if f := c.Path("token-file"); f != "" {
+		if keys, err = apikeys.Load(f); err != nil {
+			return cli.Exit("--token-file (SANDBOX_TOKEN_FILE): "+err.Error(), exitUsage)
+		}
+	}
 	if !c.Bool("stdio") {
-		if token == "" && !isLoopback(host) && !c.Bool("insecure-no-auth") {
-			return cli.Exit(fmt.Sprintf("refusing to serve on %s without authentication: set --token (or SANDBOX_AUTH_TOKEN), or pass --insecure-no-auth", host), exitUsage)
+		if token == "" && keys == nil && !isLoopback(host) && !c.Bool("insecure-no-auth") {
+			return cli.Exit(fmt.Sprintf("refusing to serve on %s without authentication: set --token (or SANDBOX_AUTH_TOKEN) or --token-file, or pass --insecure-no-auth", host), exitUsage)
 		}
 		if maxBody, err = parseSize(c.String("max-body")); err != nil {
 			return cli.Exit("--max-body: "+err.Error(), exitUsage)
@@ -207,7 +214,7 @@ func runServe(c *cli.Context) error {
 	}
 
 	handler := httpRoutes(httpConfig{
-		Token: token, AllowedOrigins: c.StringSlice("allowed-origin"), AllowedHosts: allowedHosts(c), MaxBody: maxBody,
+		Token: token, Keys: keys, AllowedOrigins: c.StringSlice("allowed-origin"), AllowedHosts: allowedHosts(c), MaxBody: maxBody,
 		RateLimit: c.Float64("rate-limit"), SessionTTL: sessionTTL, MetricsToken: c.String("metrics-token"), LibreChat: lcCfg,
 	}, svc, srv, metrics, signer)
 	addr := net.JoinHostPort(host, fmt.Sprint(c.Int("port")))
@@ -216,10 +223,11 @@ func runServe(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("listen on %s: %v", addr, err), 1)
 	}
 	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
-	logger.Info("srt-mcp serving MCP", "url", "http://"+ln.Addr().String()+"/mcp", "auth", token != "", "mcp_session_ttl", sessionTTL.String())
+	logger.Info("srt-mcp serving MCP", "url", "http://"+ln.Addr().String()+"/mcp", "auth", token != "" || keys != nil, "api_keys", keys.Len(), "mcp_session_ttl", sessionTTL.String())
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		srv.CloseStreams(sctx)
 		_ = hs.Shutdown(sctx)
 		cancel()
 	}()
