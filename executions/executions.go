@@ -91,6 +91,9 @@ type Config struct {
 	// MiB): past it, the finished executions that ended first are freed.
 	MaxRetainedBytes int64
 	Start            Starter // default runner.StartProcess
+	// Replica, when set, names this server in every execution id it mints
+	// (exec_<replica>_<uuid>), so a proxy can route a call to its owner.
+	Replica string
 }
 
 // eventOverhead is what one event costs beyond its data, for the budget.
@@ -199,7 +202,11 @@ func (m *Manager) start(owner, label string, spec runner.Spec, start Starter, gl
 		m.mu.Unlock()
 		return nil, &LimitError{Scope: "session", Limit: m.cfg.MaxPerOwner}
 	}
-	e := &Execution{ID: uuid.NewString(), Owner: owner, Label: label, Created: time.Now(), m: m,
+	id := uuid.NewString()
+	if m.cfg.Replica != "" {
+		id = "exec_" + m.cfg.Replica + "_" + id
+	}
+	e := &Execution{ID: id, Owner: owner, Label: label, Created: time.Now(), m: m,
 		state: StateCreated, changed: make(chan struct{}), sandbox: global}
 	m.execs[e.ID] = e
 	m.total++

@@ -349,3 +349,39 @@ func TestSSETransportTypeScript(t *testing.T) {
 		t.Fatalf("GET /sse from a foreign Origin: %d", resp.StatusCode)
 	}
 }
+
+// --replica-id: every handle this server mints names it (workspace,
+// execution and MCP session ids), so a stock proxy can route on the
+// Mcp-Param-* or Mcp-Session-Id header; a handle naming another replica is
+// refused with a message saying where it belongs.
+func TestReplicaNamedHandles(t *testing.T) {
+	requirePythonData(t)
+	if out, err := exec.Command(nwBin(t), "serve", "--replica-id", "Bad_Name", "--port", "1").CombinedOutput(); err == nil || !strings.Contains(string(out), "--replica-id") {
+		t.Fatalf("a bad --replica-id: %v %s", err, out)
+	}
+	s := startServe(t, "--backend", "native", "--replica-id", "srt-7")
+	cs := goSDK(t, s.url, "")
+	v, _, _ := sdkCall(t, cs, "execute_code", map[string]any{"code": "y = 1", "language": "python"})
+	if sid, _ := v["session_id"].(string); !strings.HasPrefix(sid, "sess_srt-7_") {
+		t.Fatalf("a minted workspace handle does not name the replica: %v", v)
+	}
+	if id, _ := v["execution_id"].(string); !strings.HasPrefix(id, "exec_srt-7_") {
+		t.Fatalf("an execution id does not name the replica: %v", v)
+	}
+	if _, isErr, text := sdkCall(t, cs, "execute_code", map[string]any{"code": "y", "language": "python", "session_id": "sess_srt-3_0123456789ab"}); !isErr || !strings.Contains(text, `belongs to replica "srt-3"`) {
+		t.Fatalf("another replica's handle: %s", text)
+	}
+	// A 2025-11-25 client's Mcp-Session-Id names the replica too.
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	req, _ := http.NewRequest("POST", s.url, strings.NewReader(init))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if sid := resp.Header.Get("Mcp-Session-Id"); !strings.HasPrefix(sid, "mcp-session-srt-7-") {
+		t.Fatalf("Mcp-Session-Id %q does not name the replica", sid)
+	}
+}

@@ -18,6 +18,8 @@ type HTTPConfig struct {
 	// SessionTTL frees idle MCP sessions (and cancels their executions);
 	// the command makes sure it outlasts the longest call.
 	SessionTTL time.Duration
+	// Replica, when set, is named in every Mcp-Session-Id minted here.
+	Replica string
 }
 
 // PrincipalOf names the principal of the server's single --token: a hash
@@ -45,7 +47,7 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 		ttl = 30 * time.Minute
 	}
 	streamable := server.NewStreamableHTTPServer(s.mcp,
-		server.WithStateful(true),
+		server.WithSessionIdManager(newMCPSessionIDs(cfg.Replica)),
 		server.WithDisableStreaming(true),
 		server.WithSessionIdleTTL(ttl),
 		server.WithHTTPContextFunc(httpCaller),

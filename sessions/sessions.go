@@ -68,6 +68,11 @@ type Config struct {
 	// others (0711, never listable): a root server's bubblewrap runs as the
 	// sandbox user and reaches its mounts by path.
 	Reach bool
+	// Replica, when set, names this server in every session id it mints
+	// (sess_<replica>_<12 hex>), so a proxy can route a call to the
+	// replica that holds the session; an id naming another replica is
+	// refused here.
+	Replica string
 }
 
 // UIDRange is a range of host uids (and the same gids) the server owns.
@@ -133,7 +138,38 @@ type Session struct {
 	audit    *os.File
 }
 
-var sessionIDPattern = regexp.MustCompile(`^sess_[0-9a-f]{12}$`)
+// sessionIDPattern: sess_, an optional replica name and _, 12 hex digits.
+var sessionIDPattern = regexp.MustCompile(`^sess_(?:(` + ReplicaPattern + `)_)?[0-9a-f]{12}$`)
+
+// ReplicaPattern is what a replica name (--replica-id) looks like: it
+// rides in handles and proxy rules.
+const ReplicaPattern = `[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?`
+
+// ReplicaOf is the replica a session id names ("" for none).
+func ReplicaOf(id string) string {
+	if m := sessionIDPattern.FindStringSubmatch(id); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// foreign refuses an id minted by another replica: a proxy sent it to the
+// wrong one (or its replica is gone).
+func (s *Registry) foreign(id string) error {
+	if r := ReplicaOf(id); r != "" && r != s.cfg.Replica {
+		return sessErr("session_not_found", "session %s belongs to replica %q, and this is replica %q: route calls by their Mcp-Param-Session-Id to the replica the handle names (if that replica is gone, so is the session)", id, r, s.cfg.Replica)
+	}
+	return nil
+}
+
+// newID mints a session id, naming this replica when it has a name.
+func (s *Registry) newID() string {
+	id := NewID()
+	if s.cfg.Replica != "" {
+		id = "sess_" + s.cfg.Replica + "_" + strings.TrimPrefix(id, "sess_")
+	}
+	return id
+}
 
 // New prepares the state directory: leftovers of a previous process
 // (its sessions die with it) are removed first.
@@ -287,6 +323,9 @@ func (s *Registry) Get(id string) (*Session, error) {
 	if !sessionIDPattern.MatchString(id) {
 		return nil, sessErr("session_not_found", "No active session with id %s (session ids look like sess_0123456789ab)", id)
 	}
+	if err := s.foreign(id); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss, ok := s.open[id]
@@ -301,10 +340,13 @@ func (s *Registry) Get(id string) (*Session, error) {
 // id) or not open yet.
 func (s *Registry) GetOrCreate(id string) (*Session, bool, error) {
 	if id == "" {
-		id = NewID()
+		id = s.newID()
 	}
 	if !sessionIDPattern.MatchString(id) {
 		return nil, false, sessErr("invalid_session_id", "session_id %q must look like sess_ followed by 12 lowercase hex digits; omit it to get a new one", id)
+	}
+	if err := s.foreign(id); err != nil {
+		return nil, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -329,7 +371,7 @@ func (s *Registry) GetOrCreate(id string) (*Session, bool, error) {
 func (s *Registry) CreatePooled() (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss, err := s.createLocked(NewID())
+	ss, err := s.createLocked(s.newID())
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +420,7 @@ func (s *Registry) CreateStorage(ttl time.Duration, max int) (*Session, error) {
 	if n >= max {
 		return nil, sessErr("max_sessions", "Maximum %d stored sessions reached; older ones expire after %s idle.", max, ttl)
 	}
-	ss, err := s.createLocked(NewID())
+	ss, err := s.createLocked(s.newID())
 	if err != nil {
 		return nil, err
 	}

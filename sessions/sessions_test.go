@@ -413,3 +413,34 @@ func TestSessionUIDs(t *testing.T) {
 		}
 	}
 }
+
+// With a replica name, every minted id names the replica, and an id that
+// names another replica is refused with a message saying so.
+func TestReplicaIDs(t *testing.T) {
+	s := newSessions(t, Config{Max: 3, Replica: "srt-1"})
+	a, _, err := s.GetOrCreate("")
+	if err != nil || !strings.HasPrefix(a.ID, "sess_srt-1_") || ReplicaOf(a.ID) != "srt-1" {
+		t.Fatalf("minted id %q: %v", a.ID, err)
+	}
+	if got, err := s.Get(a.ID); err != nil || got != a {
+		t.Fatalf("Get of a minted id: %v", err)
+	}
+	_, _, err = s.GetOrCreate("sess_srt-0_0123456789ab")
+	wantCode(t, err, "session_not_found")
+	if !strings.Contains(err.Error(), `belongs to replica "srt-0"`) {
+		t.Errorf("a foreign replica's id: %v", err)
+	}
+	_, err = s.Get("sess_srt-0_0123456789ab")
+	wantCode(t, err, "session_not_found")
+	if _, _, err := s.GetOrCreate("sess_0123456789ab"); err != nil { // an id that names no replica
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{"sess_0123456789ab": "", "sess_a_0123456789ab": "a", "sess_-a_0123456789ab": "", "sess_A_0123456789ab": ""} {
+		if got := ReplicaOf(id); got != want {
+			t.Errorf("ReplicaOf(%q) = %q, want %q", id, got, want)
+		}
+	}
+	plain := newSessions(t, Config{Max: 1})
+	_, _, err = plain.GetOrCreate("sess_srt-0_0123456789ab")
+	wantCode(t, err, "session_not_found")
+}

@@ -40,6 +40,7 @@ A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) or --token-file unle
 		&cli.StringFlag{Name: "token", EnvVars: []string{"SANDBOX_AUTH_TOKEN", "MCP_API_TOKEN"}, Usage: "bearer token required on every HTTP request"},
 		&cli.PathFlag{Name: "token-file", EnvVars: []string{"SANDBOX_TOKEN_FILE"}, TakesFile: true, Usage: "named API keys, one `FILE` line each: NAME TOKEN or NAME sha256:HEX; each key is a principal of its own (rate limit, sessions, audit, list_executions); the file must not be writable by others"},
 		&cli.BoolFlag{Name: "insecure-no-auth", Usage: "allow a non-loopback --host without a token"},
+		&cli.StringFlag{Name: "replica-id", EnvVars: []string{"SANDBOX_REPLICA_ID"}, Usage: "this server's `NAME` among replicas behind one proxy (lower-case letters, digits, '-'; e.g. the StatefulSet pod's ordinal): every session id, execution id and Mcp-Session-Id it mints names it, so the proxy can route each call to the replica that holds its state (default: none)"},
 		&cli.StringSliceFlag{Name: "allowed-origin", EnvVars: []string{"SANDBOX_ALLOWED_ORIGINS"}, Usage: "browser Origins allowed besides loopback and the server's own"},
 		&cli.StringSliceFlag{Name: "allowed-host", EnvVars: []string{"SANDBOX_ALLOWED_HOSTS"}, Usage: "Host names the server answers to besides IP addresses and localhost (DNS-rebinding guard; the --public-base-url host is added)"},
 		&cli.StringFlag{Name: "max-body", Value: "4M", EnvVars: []string{"SANDBOX_MAX_BODY"}, Usage: "largest HTTP request body"},

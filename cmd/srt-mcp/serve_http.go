@@ -26,6 +26,8 @@ type httpConfig struct {
 	// Keys are named API keys (--token-file), each a principal of its own;
 	// accepted besides Token.
 	Keys *apikeys.Keys
+	// Replica names this server in the MCP session ids it mints.
+	Replica string
 	// AllowedOrigins are browser origins allowed besides loopback ones and
 	// the server's own; a request without an Origin (not from a browser)
 	// is allowed.
@@ -73,7 +75,7 @@ func httpRoutes(cfg httpConfig, svc *service.Service, srv *mcpserver.Server, o *
 		http.Error(w, "unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", g.Wrap(guard.Route{Auth: mcpAuth, PerSession: true}, srv.Handler(mcpserver.HTTPConfig{SessionTTL: cfg.SessionTTL})))
+	mux.Handle("/mcp", g.Wrap(guard.Route{Auth: mcpAuth, PerSession: true}, srv.Handler(mcpserver.HTTPConfig{SessionTTL: cfg.SessionTTL, Replica: cfg.Replica})))
 	mux.Handle("/mcp/events", g.Wrap(guard.Route{Auth: mcpAuth}, srv.EventsHandler())) // seed 003's event stream
 	sse, message := srv.SSEHandlers()                                                  // the 2024-11-05 HTTP+SSE transport
 	mux.Handle("/sse", g.Wrap(guard.Route{Auth: mcpAuth}, sse))

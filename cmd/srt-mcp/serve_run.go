@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -76,6 +77,10 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("--workspace-quota (SANDBOX_WORKSPACE_QUOTA): "+err.Error(), exitUsage)
 	}
+	replica := c.String("replica-id")
+	if replica != "" && !replicaName.MatchString(replica) {
+		return cli.Exit(fmt.Sprintf("--replica-id (SANDBOX_REPLICA_ID) %q: use 1 to 32 lower-case letters, digits and '-' (not first or last), e.g. srt-0", replica), exitUsage)
+	}
 	var keys *apikeys.Keys
 	if f := c.Path("token-file"); f != "" {
 		if keys, err = apikeys.Load(f); err != nil {
@@ -118,6 +123,7 @@ func runServe(c *cli.Context) error {
 		MaxPerOwner:      c.Int("max-per-session"),
 		Retention:        c.Duration("retention"),
 		MaxRetainedBytes: retained,
+		Replica:          replica,
 		Start: func(s runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
 			if s.User == nil {
 				s.User = user // a session's own uid, when it has one, stays
@@ -132,6 +138,7 @@ func runServe(c *cli.Context) error {
 	}
 	scfg := sessions.Config{
 		StateDir: stateDir, TTL: time.Duration(c.Float64("data-session-ttl-minutes") * float64(time.Minute)), Max: c.Int("max-sessions"),
+		Replica: replica,
 	}
 	backendName := c.String("backend")
 	switch backendName {
@@ -214,7 +221,7 @@ func runServe(c *cli.Context) error {
 	}
 
 	handler := httpRoutes(httpConfig{
-		Token: token, Keys: keys, AllowedOrigins: c.StringSlice("allowed-origin"), AllowedHosts: allowedHosts(c), MaxBody: maxBody,
+		Token: token, Keys: keys, Replica: replica, AllowedOrigins: c.StringSlice("allowed-origin"), AllowedHosts: allowedHosts(c), MaxBody: maxBody,
 		RateLimit: c.Float64("rate-limit"), SessionTTL: sessionTTL, MetricsToken: c.String("metrics-token"), LibreChat: lcCfg,
 	}, svc, srv, metrics, signer)
 	addr := net.JoinHostPort(host, fmt.Sprint(c.Int("port")))
@@ -236,6 +243,9 @@ func runServe(c *cli.Context) error {
 	}
 	return nil
 }
+
+// replicaName is what --replica-id may be (sessions.ReplicaPattern).
+var replicaName = regexp.MustCompile(`^` + sessions.ReplicaPattern + `$`)
 
 // mcpSessionTTL is --session-ttl: by default 30 minutes, or the longest
 // call (--max-timeout) plus 5 minutes when that is longer, so that no
