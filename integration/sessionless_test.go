@@ -385,3 +385,19 @@ func TestReplicaNamedHandles(t *testing.T) {
 		t.Fatalf("Mcp-Session-Id %q does not name the replica", sid)
 	}
 }
+
+// The MCP TypeScript SDK (v2, @modelcontextprotocol/client) pinned to
+// 2026-07-28: two clients, handles only (modern.mjs).
+func TestSessionlessHandlesTypeScript(t *testing.T) {
+	dir := mcpClients(t)
+	requirePythonData(t)
+	s := startServe(t, "--backend", "native")
+	cmd := exec.Command("node", "modern.mjs", "--url", s.url)
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if n := nodeChecks(t, "modern", out); n < 6 || err != nil {
+		t.Fatalf("modern.mjs: %d checks, %v\n%s\n%s", n, err, out, stderr.String())
+	}
+}
