@@ -135,6 +135,12 @@ func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 
 type principalKey struct{}
 
+// WithPrincipal names the principal of a request whose route
+// authenticates by itself (after the guard), for what runs on its behalf.
+func WithPrincipal(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, principalKey{}, principal)
+}
+
 // Principal is the principal the route's authentication named for the
 // request whose context this is ("" outside the guard).
 func Principal(ctx context.Context) string {

@@ -207,7 +207,8 @@ func TestNamedKeysGoSDK(t *testing.T) {
 	if err := os.WriteFile(keys, []byte("# test keys\nalice alice-token-0123456789\nbob   bob-token-0123456789abc\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := startServe(t, "--backend", "native", "--token-file", keys, "--token", "single-token-0123456789")
+	state := filepath.Join(dir, "state")
+	s := startServe(t, "--backend", "native", "--token-file", keys, "--token", "single-token-0123456789", "--state-dir", state)
 	alice, bob := goSDK(t, s.url, "alice-token-0123456789"), goSDK(t, s.url, "bob-token-0123456789abc")
 	v, _, _ := sdkCall(t, alice, "execute_code_async", map[string]any{"command": "sleep 20"})
 	execA, _ := v["execution_id"].(string)
@@ -233,6 +234,10 @@ func TestNamedKeysGoSDK(t *testing.T) {
 	}
 	if v, _, _ := sdkCall(t, alice, "execute_code", map[string]any{"code": "k", "language": "python", "session_id": sidA}); v["stdout"] != "'alice'\n" {
 		t.Fatalf("alice's handle: %v", v)
+	}
+	// The workspace's audit lines name the key that ran each cell.
+	if out, err := exec.Command(nwBin(t), "audit", "--state-dir", state, sidA).CombinedOutput(); err != nil || !strings.Contains(string(out), `"principal":"key:alice"`) {
+		t.Fatalf("alice's audit lines do not name her key: %v %s", err, out)
 	}
 	// The single --token keeps working, as a principal of its own.
 	single := goSDK(t, s.url, "single-token-0123456789")

@@ -141,6 +141,7 @@ func (lc *librechat) auth(class string, next http.HandlerFunc) http.HandlerFunc 
 			lcError(w, http.StatusUnauthorized, err.Error())
 			return
 		}
+		r = r.WithContext(guard.WithPrincipal(r.Context(), "librechat:"+principal))
 		key := principal
 		if principal == "anonymous" {
 			key = guard.CallerKey(r, principal) // anonymous callers do not share one bucket

@@ -348,7 +348,7 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 			}
 		}
 		owner := c.owner(a.SessionID)
-		r, err := s.svc.Start(ctx, service.Request{Op: "execute_code", Kind: "command", Session: ss, Owner: owner, Label: a.Command, Spec: &spec})
+		r, err := s.svc.Start(ctx, service.Request{Op: "execute_code", Kind: "command", Session: ss, Owner: owner, Label: a.Command, Spec: &spec, Principal: c.principal})
 		if err != nil {
 			return toolErr(err), nil
 		}

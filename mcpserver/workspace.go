@@ -42,7 +42,7 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 		timeout = time.Duration(*a.TimeoutSeconds * float64(time.Second))
 	}
 	c := callerOf(ctx)
-	sr := service.Request{Op: "execute_code", Kind: "script", Language: rt.Language, Code: a.Code, Cell: true, Timeout: timeout}
+	sr := service.Request{Op: "execute_code", Kind: "script", Language: rt.Language, Code: a.Code, Cell: true, Timeout: timeout, Principal: c.principal}
 	minted := false
 	switch {
 	case a.SessionID == Stateless:

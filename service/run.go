@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/guard"
 	"github.com/srt-mcp/srt-mcp/kernel"
 	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/profiles"
@@ -58,6 +59,9 @@ type Request struct {
 	MaxOutput int64
 	// Audit adds fields to the run's audit line.
 	Audit map[string]any
+	// Principal is who asked for the run, for its audit line ("": the
+	// principal the HTTP guard put in the request's context, if any).
+	Principal string
 	// ReleaseBox frees the session's sandbox after the run (a stored
 	// LibreChat session holds no container between calls).
 	ReleaseBox bool
@@ -85,6 +89,9 @@ func (r *Run) Done() <-chan struct{} { return r.done }
 // Start starts req's run and returns at once. The session (if any) is
 // held until the run ends: a second run in it is session_busy.
 func (s *Service) Start(ctx context.Context, req Request) (*Run, error) {
+	if req.Principal == "" {
+		req.Principal = guard.Principal(ctx)
+	}
 	ss := req.Session
 	r := &Run{Session: ss, done: make(chan struct{}), svc: s}
 	if req.Code != "" || req.Language != "" {
@@ -259,6 +266,9 @@ func (s *Service) ended(r *Run, req Request, language string, end runner.Event, 
 		s.markRestarted(ss.ID, language, "the previous cell ended by restarting the kernel: variables and imports are gone")
 	}
 	fields := map[string]any{"op": req.Op, "network": network, "end": end.Type, "duration_ms": end.DurationMS}
+	if req.Principal != "" {
+		fields["principal"] = req.Principal
+	}
 	if r.Exec != nil {
 		fields["execution_id"] = r.Exec.ID
 	}
