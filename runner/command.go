@@ -36,13 +36,18 @@ func StartProcess(spec Spec, sink func(Event)) (*Process, error) {
 // as the runner (and, bind-mounted, as the sandbox's exec stage); "" means
 // this process's own executable.
 func StartProcessWith(binary string, spec Spec, sink func(Event)) (*Process, error) {
-	self := binary
-	if self == "" {
-		var err error
-		if self, err = selfExe(); err != nil {
-			return nil, fmt.Errorf("locate the srt-mcp binary: %w", err)
-		}
+	body, err := specBody(spec)
+	if err != nil {
+		return nil, err
 	}
+	r, err := spawnRunner(binary)
+	if err != nil {
+		return nil, err
+	}
+	return r.run(body, sink), nil
+}
+
+func specBody(spec Spec) ([]byte, error) {
 	spec.Version = SpecVersion
 	body, err := json.Marshal(spec)
 	if err != nil {
@@ -51,16 +56,41 @@ func StartProcessWith(binary string, spec Spec, sink func(Event)) (*Process, err
 	if len(body) > MaxSpecBytes {
 		return nil, fmt.Errorf("the execution spec is %d bytes, more than the %d the runner accepts", len(body), MaxSpecBytes)
 	}
+	return body, nil
+}
+
+// spawned is a runner process that has started and waits for its spec on
+// fd 3 (it holds nothing of any execution yet).
+type spawned struct {
+	cmd              *exec.Cmd
+	specW, evR, ctlW *os.File
+}
+
+// spawnRunner starts "srt-mcp __runner" with its three pipes.
+func spawnRunner(binary string) (*spawned, error) {
+	self := binary
+	if self == "" {
+		var err error
+		if self, err = selfExe(); err != nil {
+			return nil, fmt.Errorf("locate the srt-mcp binary: %w", err)
+		}
+	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
 	evR, evW, err := os.Pipe()
 	if err != nil {
+		specR.Close()
+		specW.Close()
 		return nil, err
 	}
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
+		specR.Close()
+		specW.Close()
+		evR.Close()
+		evW.Close()
 		return nil, err
 	}
 	cmd := exec.Command(self, ModeRunner)
@@ -79,13 +109,112 @@ func StartProcessWith(binary string, spec Spec, sink func(Event)) (*Process, err
 		ctlW.Close()
 		return nil, fmt.Errorf("start runner: %w", err)
 	}
-	p := &Process{cmd: cmd, sink: sink, ctl: ctlW, done: make(chan struct{})}
+	return &spawned{cmd: cmd, specW: specW, evR: evR, ctlW: ctlW}, nil
+}
+
+// run hands the runner its spec and follows its events.
+func (r *spawned) run(body []byte, sink func(Event)) *Process {
+	p := &Process{cmd: r.cmd, sink: sink, ctl: r.ctlW, done: make(chan struct{})}
 	go func() {
-		_, _ = specW.Write(body)
-		specW.Close()
+		_, _ = r.specW.Write(body)
+		r.specW.Close()
 	}()
-	go p.readEvents(evR)
-	return p, nil
+	go p.readEvents(r.evR)
+	return p
+}
+
+// discard ends a runner that never got a spec.
+func (r *spawned) discard() {
+	r.specW.Close() // EOF on its spec: it exits
+	r.ctlW.Close()
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+	r.evR.Close()
+}
+
+// alive tells whether the runner is still waiting (nobody killed it).
+func (r *spawned) alive() bool { return processAlive(r.cmd.Process.Pid) }
+
+// A Pool keeps a few runners started ahead of need, so that an execution
+// does not wait for a process to start and initialise (a few milliseconds
+// of every cold run). A pooled runner has received nothing yet: it is the
+// same as a fresh one, only earlier. Each one taken is replaced in the
+// background.
+type Pool struct {
+	binary string
+	size   int
+
+	mu      sync.Mutex
+	idle    []*spawned
+	filling int
+	closed  bool
+}
+
+// NewPool keeps size runners of binary ("": this executable) waiting.
+func NewPool(binary string, size int) *Pool {
+	p := &Pool{binary: binary, size: size}
+	p.refill()
+	return p
+}
+
+// Start is StartProcessWith with a waiting runner when there is one.
+func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
+	body, err := specBody(spec)
+	if err != nil {
+		return nil, err
+	}
+	var r *spawned
+	p.mu.Lock()
+	for len(p.idle) > 0 && r == nil {
+		r = p.idle[0]
+		p.idle = p.idle[1:]
+		if !r.alive() {
+			go r.discard()
+			r = nil
+		}
+	}
+	p.mu.Unlock()
+	p.refill()
+	if r == nil {
+		if r, err = spawnRunner(p.binary); err != nil {
+			return nil, err
+		}
+	}
+	return r.run(body, sink), nil
+}
+
+// refill starts runners in the background up to the pool's size.
+func (p *Pool) refill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for !p.closed && len(p.idle)+p.filling < p.size {
+		p.filling++
+		go func() {
+			r, err := spawnRunner(p.binary)
+			p.mu.Lock()
+			p.filling--
+			if err == nil && !p.closed {
+				p.idle = append(p.idle, r)
+				r = nil
+			}
+			p.mu.Unlock()
+			if r != nil {
+				r.discard()
+			}
+		}()
+	}
+}
+
+// Close ends the waiting runners; Start still works, without a pool.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, r := range idle {
+		r.discard()
+	}
 }
 
 func (p *Process) readEvents(r *os.File) {

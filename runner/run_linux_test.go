@@ -354,3 +354,62 @@ func waitFor(t *testing.T, c *collector, text string) {
 	defer c.mu.Unlock()
 	t.Fatalf("timed out waiting for %q: %+v", text, c.events)
 }
+
+// A Pool hands out runners started ahead of need: each run works as with
+// a fresh runner, the pool refills in the background, a pooled runner that
+// died is skipped, and Close ends the waiting ones.
+func TestPool(t *testing.T) {
+	requireBwrap(t)
+	p := NewPool("", 1)
+	idle := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.idle)
+	}
+	waitIdle := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for idle() != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("the pool holds %d runners, want %d", idle(), n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitIdle(1)
+	for i := 0; i < 3; i++ {
+		var c collector
+		h, err := p.Start(testSpec(t, "/bin/sh", "-c", fmt.Sprintf("echo run%d", i)), c.sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Wait()
+		out, _, end := c.check(t)
+		if end.Type != EventExit || end.ExitCode != 0 || out != fmt.Sprintf("run%d\n", i) {
+			t.Fatalf("run %d: %q %+v", i, out, end)
+		}
+		waitIdle(1)
+	}
+	// A waiting runner killed by someone: the next start does not use it.
+	p.mu.Lock()
+	_ = p.idle[0].cmd.Process.Kill()
+	p.mu.Unlock()
+	time.Sleep(50 * time.Millisecond)
+	var c collector
+	h, err := p.Start(testSpec(t, "/bin/sh", "-c", "echo after"), c.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Wait()
+	if out, _, end := c.check(t); out != "after\n" || end.Type != EventExit {
+		t.Fatalf("after a dead pooled runner: %q %+v", out, end)
+	}
+	waitIdle(1)
+	p.mu.Lock()
+	pid := p.idle[0].cmd.Process.Pid
+	p.mu.Unlock()
+	p.Close()
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("Close left the waiting runner %d running", pid)
+	}
+}

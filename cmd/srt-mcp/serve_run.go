@@ -118,6 +118,10 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("--retained-output: "+err.Error(), exitUsage)
 	}
+	// Runners started ahead of need: an execution does not wait for one
+	// to start (see runner.Pool).
+	pool := runner.NewPool(runnerBin, c.Int("runner-pool"))
+	defer pool.Close()
 	mgr := executions.NewManager(executions.Config{
 		MaxConcurrent:    c.Int("max-concurrent"),
 		MaxPerOwner:      c.Int("max-per-session"),
@@ -129,7 +133,7 @@ func runServe(c *cli.Context) error {
 				s.User = user // a session's own uid, when it has one, stays
 			}
 			s.CacheDir = cacheDir
-			return runner.StartProcessWith(runnerBin, s, sink)
+			return pool.Start(s, sink)
 		},
 	})
 	stateDir := c.String("state-dir")
