@@ -363,7 +363,10 @@ func (r *Run) result(sn executions.Snapshot) Result {
 	}
 	res.QuotaExceeded = r.quota.exceeded()
 	if r.Session != nil && res.QuotaExceeded == "" && sn.End != nil && sn.End.Type != runner.EventError {
-		res.Changed = r.Session.Artifacts(r.before)
+		var ok bool
+		if res.Changed, ok = r.quota.changed(); !ok {
+			res.Changed = r.Session.Artifacts(r.before)
+		}
 		if res.OK() {
 			res.Artifacts = res.Changed
 		}

@@ -9,7 +9,10 @@ package service
 // and the reply says so. The session keeps working.
 //
 // fsnotify (inotify) says when something changed; the truth is a walk of
-// the workspace that never follows a link (sessions.Usage). Directories
+// the workspace that never follows a link (sessions.Usage). The watch
+// starts at the first check (checkEvery into the run), from a walk that
+// reports what the run wrote until then: a run shorter than that, most
+// cells, costs no inotify instance and no extra walk. Directories
 // are watched through descriptors the server opened without following a
 // link (/proc/self/fd/N), never by a path a sandbox could have swapped
 // for a link. Past maxWatchedDirs, or where inotify is missing, the watch
@@ -70,7 +73,8 @@ type runWatch struct {
 	quit      chan struct{}
 	loopDone  chan struct{}
 	stopOnce  sync.Once
-	network   []string // the proxy's decisions, as the run's events passed
+	network   []string         // the proxy's decisions, as the run's events passed
+	after     sessions.Listing // the workspace when the run ended (its artifacts)
 
 	// onEnd settles the run's end before its terminal event is passed on;
 	// afterEnd runs once it was.
@@ -91,6 +95,16 @@ func (s *Service) watch(ss *sessions.Session, before sessions.Listing, start ses
 		dirs: map[string]*watchedDir{}, pending: map[string]*runner.FileChange{}, announced: map[string]bool{},
 		quit: make(chan struct{}), loopDone: make(chan struct{})}
 	w.limit = max(w.quota, start.Bytes) // a workspace already over its quota may shrink, not grow
+	go w.loop()
+	return w
+}
+
+// startWatch starts watching the workspace (at the first check of a run
+// still working) and queues file events for what the run wrote before; it
+// returns the workspace's usage from the same walk.
+func (w *runWatch) startWatch() sessions.Usage {
+	now, u := w.ss.Scan()
+	w.mu.Lock()
 	if fsw, err := fsnotify.NewWatcher(); err == nil && watchable {
 		w.fsw = fsw
 		w.addTree()
@@ -100,8 +114,28 @@ func (s *Service) watch(ss *sessions.Session, before sessions.Listing, start ses
 		}
 		w.blind = true
 	}
-	go w.loop()
-	return w
+	paths := make([]string, 0, len(now))
+	for p := range now {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		f := now[p]
+		b, existed := w.before[p]
+		switch {
+		case !existed:
+			w.note(f.Filename, &runner.FileChange{Path: p, Op: "created", Size: f.Size})
+		case b.Size != f.Size || !b.ModTime.Equal(f.ModTime):
+			w.note(f.Filename, &runner.FileChange{Path: p, Op: "changed", Size: f.Size})
+		}
+	}
+	for p, b := range w.before {
+		if _, ok := now[p]; !ok {
+			w.note(b.Filename, &runner.FileChange{Path: p, Op: "removed"})
+		}
+	}
+	w.mu.Unlock()
+	return u
 }
 
 // addTree watches the workspace and its directories, up to maxWatchedDirs.
@@ -150,12 +184,24 @@ func (w *runWatch) loop() {
 	defer close(w.loopDone)
 	var events <-chan fsnotify.Event
 	var errs <-chan error
-	if w.fsw != nil {
-		events, errs = w.fsw.Events, w.fsw.Errors
-	}
 	tick := time.NewTicker(checkEvery)
 	defer tick.Stop()
 	lastWalk := time.Now()
+	select { // the watch starts at the first check
+	case <-w.quit:
+		return
+	case <-tick.C:
+	}
+	u := w.startWatch()
+	w.mu.Lock()
+	if w.fsw != nil {
+		events, errs = w.fsw.Events, w.fsw.Errors
+	}
+	w.mu.Unlock()
+	w.checkUsage(u, false)
+	w.mu.Lock()
+	w.flushLocked()
+	w.mu.Unlock()
 	for {
 		select {
 		case <-w.quit:
@@ -272,6 +318,14 @@ func (w *runWatch) check(final bool) {
 	}
 	u, err := w.ss.Usage()
 	if err != nil {
+		return
+	}
+	w.checkUsage(u, final)
+}
+
+// checkUsage is check with the workspace's usage at hand.
+func (w *runWatch) checkUsage(u sessions.Usage, final bool) {
+	if w.quota <= 0 {
 		return
 	}
 	w.mu.Lock()
@@ -400,10 +454,18 @@ func (w *runWatch) stop() {
 		w.dirs = nil
 		over := w.over
 		w.mu.Unlock()
+		// A last look (a run may end right after a burst), which also
+		// lists what the run left: its artifacts.
+		after, u := w.ss.Scan()
 		if over == "" {
-			w.check(true) // a last look: a run may end right after a burst
+			w.checkUsage(u, true)
 			w.mu.Lock()
 			over = w.over
+			w.mu.Unlock()
+		}
+		if over == "" {
+			w.mu.Lock()
+			w.after = after
 			w.mu.Unlock()
 		}
 		if over != "" {
@@ -458,6 +520,21 @@ func (w *runWatch) removeCreated() string {
 		fmt.Fprintf(&b, "; the workspace holds %s again and the session keeps working", human(bytes))
 	}
 	return b.String()
+}
+
+// changed lists the files the run created or changed, from the walk at its
+// end (ok false: there was none, list again).
+func (w *runWatch) changed() (files []sessions.FileInfo, ok bool) {
+	if w == nil {
+		return nil, false
+	}
+	w.mu.Lock()
+	after := w.after
+	w.mu.Unlock()
+	if after == nil {
+		return nil, false
+	}
+	return sessions.Changed(w.before, after), true
 }
 
 // exceeded says why the run was stopped for the quota ("" if it was not).

@@ -1192,6 +1192,19 @@ func (ss *Session) Artifacts(before Listing) []FileInfo {
 	return out
 }
 
+// Changed are the files of after new or changed (size or mtime) since
+// before, sorted by path: Artifacts from two listings at hand.
+func Changed(before, after Listing) []FileInfo {
+	var out []FileInfo
+	for p, f := range after {
+		if b, ok := before[p]; !ok || b.Size != f.Size || !b.ModTime.Equal(f.ModTime) {
+			out = append(out, f)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
 func fileInfo(rel string, fi fs.FileInfo) FileInfo {
 	return FileInfo{Path: WorkspaceMount + "/" + rel, Filename: rel, Size: fi.Size(), MIME: MIMEType(rel), ModTime: fi.ModTime()}
 }
