@@ -76,6 +76,9 @@ func runNetBench(c *cli.Context) error {
 	fmt.Printf("%-34s %9.0f MB/s %7.0f MB/s   ratio %.2fx\n", "median throughput", mbps(dBig), mbps(pBig), median(pBig)/median(dBig))
 	fmt.Printf("%-34s %9.2f ms %9.2f ms   added %.2f ms\n", "small request, median time_total", median(dSmall)*1000, median(pSmall)*1000, (median(pSmall)-median(dSmall))*1000)
 	fmt.Printf("\nrounds: %d (interleaved); goal: via proxy >= 0.80x direct throughput\n", rounds)
+	ratio := median(pBig) / median(dBig)
+	addBenchRow(benchRow{Path: "200 MB download through the proxy (CONNECT, loopback) vs direct", Now: fmt.Sprintf("%.0f MB/s", mbps(pBig)),
+		Anchor: fmt.Sprintf("%.0f MB/s", mbps(dBig)), Ratio: fmt.Sprintf("%.2fx", ratio), Goal: ">= 0.8x", Met: ratio >= 0.8})
 	return nil
 }
 

@@ -117,6 +117,10 @@ func runWorkspaceBench(c *cli.Context) error {
 		fmt.Printf("\nidle warm sessions: memory not measurable here (Docker backend: the interpreter runs under the engine)\n")
 	}
 	fmt.Printf("rounds: %d warm cells, %d new workspaces each way\n", len(warmMS), n)
+	addBenchRow(benchRow{Path: "warm cell p50 / p99, single client (" + backend[1] + ")", Now: fmt.Sprintf("%.1f / %.1f ms", median(warmMS), pct(warmMS, 0.99)),
+		Goal: "keep (1.8/4.9)", Met: median(warmMS) <= 2 && pct(warmMS, 0.99) <= 10})
+	addBenchRow(benchRow{Path: "first pandas cell from the warm pool, p50 (" + backend[1] + ")", Now: fmt.Sprintf("%.1f ms", median(poolMS)),
+		Anchor: fmt.Sprintf("%.0f ms no pool", median(coldMS)), Goal: "keep (26)", Met: median(poolMS) <= 100})
 	return nil
 }
 

@@ -7,6 +7,9 @@
 // samples), latency percentiles and throughput.
 //
 //   node load.mjs --url http://127.0.0.1:PORT/mcp --clients 50 --seconds 60 [--token T]
+//
+// With --command CMD the agents run CMD with execute_code instead (a fresh
+// sandbox per call: cold runs), and a reply must be exit 0.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
@@ -19,6 +22,7 @@ const url = opt("--url");
 const clients = Number(opt("--clients", "50"));
 const seconds = Number(opt("--seconds", "60"));
 const token = opt("--token");
+const command = opt("--command");
 
 const latencies = [];
 const errors = [];
@@ -44,11 +48,8 @@ async function agent(n, deadline) {
     const start = performance.now();
     let r;
     try {
-      r = await client.callTool(
-        { name: "execute_code", arguments: { language: "python", code: "n = globals().get('n', 0) + 1\nn" } },
-        undefined,
-        { timeout: 120000 },
-      );
+      const args = command ? { command } : { language: "python", code: "n = globals().get('n', 0) + 1\nn" };
+      r = await client.callTool({ name: "execute_code", arguments: args }, undefined, { timeout: 120000 });
     } catch (e) {
       calls++;
       fail(n, `call ${want}: ${e}`);
@@ -57,6 +58,10 @@ async function agent(n, deadline) {
     latencies.push(performance.now() - start);
     calls++;
     const sc = r.structuredContent || {};
+    if (command) {
+      if (r.isError || sc.exit_code !== 0) fail(n, `call ${want}: ${JSON.stringify(sc).slice(0, 300)}`);
+      continue;
+    }
     if (r.isError || sc.stdout !== `${want}\n`) {
       fail(n, `call ${want}: ${JSON.stringify(sc).slice(0, 300)}`);
       want = Number.parseInt(sc.stdout, 10) || want; // carry on from what the workspace says

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/srt-mcp/srt-mcp/runner"
+)
+
+// benchRow is one line of `srt-mcp bench --all`: a path, srt-mcp's number,
+// the anchor measured in the same run, their ratio and the goal.
+type benchRow struct {
+	Path, Now, Anchor, Ratio, Goal string
+	Met                            bool
+}
+
+// benchSummary collects the rows while `bench --all` runs each part (nil
+// otherwise: the parts print only their own tables).
+var benchSummary *[]benchRow
+
+func addBenchRow(r benchRow) {
+	if benchSummary != nil {
+		*benchSummary = append(*benchSummary, r)
+	}
+}
+
+// runAllBench runs every part of the bench, each measured against its own
+// anchor in the same run (interleaved), and prints one table at the end.
+func runAllBench(c *cli.Context) error {
+	rows := []benchRow{}
+	benchSummary = &rows
+	defer func() { benchSummary = nil }()
+	parts := []struct {
+		name string
+		run  func(*cli.Context) error
+	}{
+		{"exec", runExecBench},
+		{"mcp", runMCPBench},
+		{"cold", runColdBench},
+		{"net", runNetBench},
+		{"load", runLoadBench},
+		{"workspace", runWorkspaceBench},
+		{"docker", runDockerBench},
+	}
+	for _, p := range parts {
+		fmt.Printf("\n== %s\n", p.name)
+		if err := p.run(c); err != nil {
+			fmt.Printf("(%s: %v)\n", p.name, err)
+			rows = append(rows, benchRow{Path: p.name + ": not measured (" + err.Error() + ")"})
+		}
+	}
+	fmt.Printf("\n%-62s %14s %14s %8s %12s %s\n", "path", "srt-mcp", "anchor", "ratio", "goal", "")
+	for _, r := range rows {
+		met := ""
+		if r.Goal != "" {
+			met = "missed"
+			if r.Met {
+				met = "met"
+			}
+		}
+		fmt.Printf("%-62s %14s %14s %8s %12s %s\n", r.Path, r.Now, r.Anchor, r.Ratio, r.Goal, met)
+	}
+	return nil
+}
+
+// runColdBench is cold-run throughput: 10 concurrent MCP TypeScript SDK
+// clients calling execute_code (a fresh sandbox each) against 10
+// concurrent loops of minimal bwrap, alternated.
+func runColdBench(c *cli.Context) error {
+	const clients = 10
+	secs := 10
+	dir := clientDir(c)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		return cli.Exit("bench --cold drives the MCP TypeScript SDK from "+dir+"/node_modules (npm ci there)", 1)
+	}
+	bwrap, err := runner.FindBwrap()
+	if err != nil {
+		return cli.Exit("bench needs bwrap: apt-get install -y bubblewrap", 1)
+	}
+	py := c.String("python")
+	b, err := startBenchServer("--max-concurrent", strconv.Itoa(clients))
+	if err != nil {
+		return cli.Exit(err.Error(), 1)
+	}
+	defer b.stop()
+	bwrapLoops := func() float64 {
+		var n atomic.Int64
+		deadline := time.Now().Add(time.Duration(secs) * time.Second)
+		var wg sync.WaitGroup
+		for i := 0; i < clients; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(deadline) {
+					if exec.Command(bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/", "/",
+						"--dev", "/dev", "--proc", "/proc", "--", py, "-c", "print(1)").Run() == nil {
+						n.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return float64(n.Load()) / float64(secs)
+	}
+	mcpClients := func() (float64, error) {
+		cmd := exec.Command("node", filepath.Join(dir, "load.mjs"), "--url", b.url, "--clients", strconv.Itoa(clients),
+			"--seconds", strconv.Itoa(secs), "--command", py+" -c 'print(1)'")
+		cmd.Dir = dir
+		out, _ := cmd.StdoutPipe()
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var last string
+		for sc.Scan() {
+			last = sc.Text()
+		}
+		_ = cmd.Wait()
+		var r loadReport
+		if err := json.Unmarshal([]byte(last), &r); err != nil || r.Calls == 0 {
+			return 0, fmt.Errorf("the load clients reported %q", last)
+		}
+		if r.Errors > 0 {
+			return 0, fmt.Errorf("%d errors: %v", r.Errors, r.Samples)
+		}
+		return r.Throughput, nil
+	}
+	var bw, mc []float64
+	for round := 0; round < 2; round++ {
+		bw = append(bw, bwrapLoops())
+		t, err := mcpClients()
+		if err != nil {
+			return cli.Exit(err.Error(), 1)
+		}
+		mc = append(mc, t)
+	}
+	mb, mm := median(bw), median(mc)
+	fmt.Printf("%-52s %12s\n", "cold runs/s, 10 concurrent, python3 -c 'print(1)'", "runs/s")
+	fmt.Printf("%-52s %12.1f\n", "minimal bwrap loops", mb)
+	fmt.Printf("%-52s %12.1f\n", "execute_code, MCP TypeScript SDK clients", mm)
+	fmt.Printf("\nratio %.2fx (goal >= 0.8x); %d s each, alternated twice\n", mm/mb, secs)
+	addBenchRow(benchRow{Path: "cold throughput: 10 TS SDK clients execute_code vs 10 bwrap loops", Now: fmt.Sprintf("%.1f runs/s", mm),
+		Anchor: fmt.Sprintf("%.1f runs/s", mb), Ratio: fmt.Sprintf("%.2fx", mm/mb), Goal: ">= 0.8x", Met: mm/mb >= 0.8})
+	return nil
+}
+
+// clientDir is where the MCP TypeScript SDK clients are (node_modules).
+func clientDir(c *cli.Context) string {
+	dir := c.String("client-dir")
+	if dir == "" {
+		dir = os.Getenv("SRT_MCP_CLIENTS")
+	}
+	if dir == "" {
+		dir = "integration/mcpclient"
+	}
+	return dir
+}
