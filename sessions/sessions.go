@@ -263,8 +263,12 @@ func (s *Registry) SetCacheTemplate(dir string) error {
 // workspace (the server's own preparatory runs use it). It lies among the
 // workspaces and names this server, so a server killed while using it
 // leaves nothing behind: the next one removes it with the other leftovers.
+//
+// The directory's name carries this server's instance (pattern, the
+// instance, "-", random digits) and so does its instance file: a server
+// killed between the two still left a directory that names its owner.
 func (s *Registry) MkdirTemp(pattern string) (string, error) {
-	d, err := os.MkdirTemp(s.ws, pattern)
+	d, err := os.MkdirTemp(s.ws, pattern+s.Instance()+"-")
 	if err != nil {
 		return "", err
 	}
@@ -753,6 +757,9 @@ func (s *Registry) RemoveLeftovers() (int, error) {
 				owner = string(b)
 			}
 		}
+		if owner == "" {
+			owner = instanceInName(e.Name()) // a MkdirTemp directory its server left before its instance file
+		}
 		if owner == s.Instance() || (owner != "" && InstanceAlive(s.cfg.StateDir, owner)) {
 			continue
 		}
@@ -766,6 +773,18 @@ func (s *Registry) RemoveLeftovers() (int, error) {
 		n++
 	}
 	return n, errors.Join(errs...)
+}
+
+// instanceInName is the instance a MkdirTemp directory's name carries
+// ("" for none): 16 hex digits between dashes.
+func instanceInName(name string) string {
+	parts := strings.Split(name, "-")
+	for _, p := range parts[1:] {
+		if len(p) == 16 && strings.Trim(p, "0123456789abcdef") == "" {
+			return p
+		}
+	}
+	return ""
 }
 
 // removeStale removes an instance directory whose server is gone (nobody

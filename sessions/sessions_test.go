@@ -444,3 +444,31 @@ func TestReplicaIDs(t *testing.T) {
 	_, _, err = plain.GetOrCreate("sess_srt-0_0123456789ab")
 	wantCode(t, err, "session_not_found")
 }
+
+// A server killed between creating a MkdirTemp directory and writing its
+// instance file left a directory that still names its owner: the next
+// server removes it (it once kept it, as "a server creating it right now").
+func TestRemoveLeftoversOfAKilledMkdirTemp(t *testing.T) {
+	state := t.TempDir()
+	s := newSessions(t, Config{StateDir: state})
+	d, err := s.MkdirTemp("cache-build-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(filepath.Base(d), s.Instance()) {
+		t.Fatalf("%s does not name its instance %s", d, s.Instance())
+	}
+	dead := filepath.Join(state, "workspaces", "cache-build-0123456789abcdef-42")
+	if err := os.Mkdir(dead, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.RemoveLeftovers(); err != nil || n != 1 {
+		t.Fatalf("RemoveLeftovers: %d %v", n, err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("a dead server's half-made directory is still there: %v", err)
+	}
+	if _, err := os.Stat(d); err != nil {
+		t.Errorf("this server's own directory was removed: %v", err)
+	}
+}
