@@ -49,6 +49,18 @@ func (s State) Done() bool {
 	return s == StateExited || s == StateTimedOut || s == StateCancelled || s == StateFailed
 }
 
+// Status is the state as seed 002's tools (and the metrics) name it:
+// running (created too), completed, timed_out, cancelled or failed.
+func (s State) Status() string {
+	switch s {
+	case StateExited:
+		return "completed"
+	case StateTimedOut, StateCancelled, StateFailed:
+		return string(s)
+	}
+	return "running"
+}
+
 func canMove(from, to State) bool {
 	for _, t := range transitions[from] {
 		if t == to {

@@ -204,17 +204,6 @@ func (s *Server) setAnnotations() {
 	}
 }
 
-// status maps an execution state to the tool contract's status.
-func status(st executions.State) string {
-	switch st {
-	case executions.StateExited:
-		return "completed"
-	case executions.StateTimedOut, executions.StateCancelled, executions.StateFailed:
-		return string(st)
-	}
-	return "running"
-}
-
 // exitCode is the end's exit status as a shell reports it: the
 // command's own, -1 for a timeout, 128+N for a run cancelled by signal N,
 // null while running or when the sandbox failed.
@@ -227,7 +216,7 @@ func result(sn executions.Snapshot) map[string]any {
 	}
 	r := map[string]any{
 		"execution_id": sn.ID,
-		"status":       status(sn.State),
+		"status":       sn.State.Status(),
 		"exit_code":    exitCode(sn),
 		"output":       out,
 		"next_seq":     sn.NextSeq,
@@ -355,7 +344,7 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 		wait := !async && (a.WaitForCompletion == nil || *a.WaitForCompletion)
 		if !wait {
 			sn := r.Exec.Snapshot(0)
-			return structured(map[string]any{"execution_id": r.ID(), "status": status(sn.State), "exit_code": exitCode(sn),
+			return structured(map[string]any{"execution_id": r.ID(), "status": sn.State.Status(), "exit_code": exitCode(sn),
 				"output": []any{}, "next_seq": 0}, "started execution "+r.ID()+"; poll it with get_execution_output", false), nil
 		}
 		res := s.finish(ctx, req, r)
@@ -526,7 +515,7 @@ func (s *Server) handleStdin(ctx context.Context, req mcp.CallToolRequest) (*mcp
 			return toolError("stdin_failed", err.Error()), nil
 		}
 	}
-	v := map[string]any{"execution_id": e.ID, "status": status(e.State()), "bytes_written": len(a.InputData), "stdin_closed": a.CloseStdin}
+	v := map[string]any{"execution_id": e.ID, "status": e.State().Status(), "bytes_written": len(a.InputData), "stdin_closed": a.CloseStdin}
 	return structured(v, fmt.Sprintf("wrote %d bytes to %s's stdin", len(a.InputData), e.ID), false), nil
 }
 
@@ -548,11 +537,11 @@ func (s *Server) handleCancel(ctx context.Context, req mcp.CallToolRequest) (*mc
 	wctx, cancel := context.WithTimeout(ctx, runner.DefaultGrace+3*time.Second)
 	sn := e.Wait(wctx, 0, true)
 	cancel()
-	return structured(statusMap(sn), "execution "+e.ID+" is "+status(sn.State), false), nil
+	return structured(statusMap(sn), "execution "+e.ID+" is "+sn.State.Status(), false), nil
 }
 
 func statusMap(sn executions.Snapshot) map[string]any {
-	v := map[string]any{"execution_id": sn.ID, "status": status(sn.State), "exit_code": exitCode(sn),
+	v := map[string]any{"execution_id": sn.ID, "status": sn.State.Status(), "exit_code": exitCode(sn),
 		"command": sn.Label, "created_at": sn.Created.UTC().Format(time.RFC3339Nano), "events": int(sn.NextSeq)}
 	if sn.End != nil {
 		v["duration_ms"] = sn.End.DurationMS
@@ -577,7 +566,7 @@ func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	sn := e.Snapshot(0)
 	sn.Events = nil
-	return structured(statusMap(sn), "execution "+e.ID+" is "+status(sn.State), false), nil
+	return structured(statusMap(sn), "execution "+e.ID+" is "+sn.State.Status(), false), nil
 }
 
 // handleList lists the caller's executions: its MCP session's; without
@@ -606,9 +595,9 @@ func (s *Server) handleList(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	var lines []string
 	for _, e := range s.mgr.ListWhere(may) {
 		sn := e.Snapshot(^uint64(0) >> 1)
-		list = append(list, map[string]any{"execution_id": e.ID, "status": status(sn.State), "exit_code": exitCode(sn),
+		list = append(list, map[string]any{"execution_id": e.ID, "status": sn.State.Status(), "exit_code": exitCode(sn),
 			"command": e.Label, "created_at": e.Created.UTC().Format(time.RFC3339Nano)})
-		lines = append(lines, fmt.Sprintf("%s %s %s", e.ID, status(sn.State), e.Label))
+		lines = append(lines, fmt.Sprintf("%s %s %s", e.ID, sn.State.Status(), e.Label))
 	}
 	text := "no executions"
 	if len(lines) > 0 {

@@ -78,7 +78,7 @@ func (o *Ops) Observe(kind, language string, e *executions.Execution) {
 	go func() {
 		<-e.Done()
 		sn := e.Snapshot(0)
-		o.execs.WithLabelValues(kind, language, Status(sn.State)).Inc()
+		o.execs.WithLabelValues(kind, language, sn.State.Status()).Inc()
 		if sn.End != nil {
 			o.duration.WithLabelValues(kind, language).Observe(float64(sn.End.DurationMS) / 1000)
 		}
@@ -94,17 +94,6 @@ func (o *Ops) Observe(kind, language string, e *executions.Execution) {
 			}
 		}
 	}()
-}
-
-// Status maps an execution state to the tool contract's status.
-func Status(st executions.State) string {
-	switch st {
-	case executions.StateExited:
-		return "completed"
-	case executions.StateTimedOut, executions.StateCancelled, executions.StateFailed:
-		return string(st)
-	}
-	return "running"
 }
 
 // Metrics serves /metrics, behind a bearer token when one is set.
