@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -79,9 +77,9 @@ func runAllBench(c *cli.Context) error {
 func runColdBench(c *cli.Context) error {
 	const clients = 10
 	secs := 10
-	dir := clientDir(c)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		return cli.Exit("bench --cold drives the MCP TypeScript SDK from "+dir+"/node_modules (npm ci there)", 1)
+	dir, err := clientDir(c, "--cold")
+	if err != nil {
+		return err
 	}
 	bwrap, err := runner.FindBwrap()
 	if err != nil {
@@ -113,24 +111,13 @@ func runColdBench(c *cli.Context) error {
 		return float64(n.Load()) / float64(secs)
 	}
 	mcpClients := func() (float64, error) {
-		cmd := exec.Command("node", filepath.Join(dir, "load.mjs"), "--url", b.url, "--clients", strconv.Itoa(clients),
+		r, err := runLoadClients(dir, "--url", b.url, "--clients", strconv.Itoa(clients),
 			"--seconds", strconv.Itoa(secs), "--command", py+" -c 'print(1)'")
-		cmd.Dir = dir
-		out, _ := cmd.StdoutPipe()
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
+		if err != nil {
 			return 0, err
 		}
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		var last string
-		for sc.Scan() {
-			last = sc.Text()
-		}
-		_ = cmd.Wait()
-		var r loadReport
-		if err := json.Unmarshal([]byte(last), &r); err != nil || r.Calls == 0 {
-			return 0, fmt.Errorf("the load clients reported %q", last)
+		if r.Calls == 0 {
+			return 0, fmt.Errorf("the load clients made no call in %d s", secs)
 		}
 		if r.Errors > 0 {
 			return 0, fmt.Errorf("%d errors: %v", r.Errors, r.Samples)
@@ -156,8 +143,9 @@ func runColdBench(c *cli.Context) error {
 	return nil
 }
 
-// clientDir is where the MCP TypeScript SDK clients are (node_modules).
-func clientDir(c *cli.Context) string {
+// clientDir is where the MCP TypeScript SDK clients are (load.mjs and
+// node_modules), or an error saying how to install them for mode.
+func clientDir(c *cli.Context, mode string) (string, error) {
 	dir := c.String("client-dir")
 	if dir == "" {
 		dir = os.Getenv("SRT_MCP_CLIENTS")
@@ -165,5 +153,8 @@ func clientDir(c *cli.Context) string {
 	if dir == "" {
 		dir = "integration/mcpclient"
 	}
-	return dir
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		return "", cli.Exit(fmt.Sprintf("bench %s drives the MCP TypeScript SDK from %s/node_modules: run make clients (npm ci in integration/mcpclient), or give --client-dir", mode, dir), 1)
+	}
+	return dir, nil
 }

@@ -53,10 +53,9 @@ type serverSample struct {
 // of before, no descriptor, process or goroutine left over.
 func runLoadBench(c *cli.Context) error {
 	n, secs := c.Int("clients"), c.Int("seconds")
-	dir := clientDir(c)
-	script := filepath.Join(dir, "load.mjs")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		return cli.Exit(fmt.Sprintf("bench --load drives the MCP TypeScript SDK from %s/node_modules: run make clients (npm ci in integration/mcpclient), or give --client-dir", dir), 1)
+	dir, err := clientDir(c, "--load")
+	if err != nil {
+		return err
 	}
 	b, err := startBenchServer("--max-sessions", strconv.Itoa(n+10))
 	if err != nil {
@@ -83,24 +82,9 @@ func runLoadBench(c *cli.Context) error {
 	}
 	time.Sleep(2 * time.Second)
 	before := settle(func(serverSample) bool { return true })
-	r := loadReport{RSSBefore: before.rss, FDsBefore: before.fds, ProcsBefore: before.procs, GorBefore: before.gors}
-
-	cmd := exec.Command("node", script, "--url", b.url, "--clients", strconv.Itoa(n), "--seconds", strconv.Itoa(secs))
-	cmd.Dir = dir
-	cmd.Stderr = os.Stderr
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		return cli.Exit("node: "+err.Error(), 1)
-	}
-	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var last string
-	for sc.Scan() {
-		last = sc.Text()
-	}
-	_ = cmd.Wait()
-	if err := json.Unmarshal([]byte(last), &r); err != nil || r.Clients == 0 {
-		return cli.Exit(fmt.Sprintf("the load clients reported %q", last), 1)
+	r, err := runLoadClients(dir, "--url", b.url, "--clients", strconv.Itoa(n), "--seconds", strconv.Itoa(secs))
+	if err != nil {
+		return cli.Exit(err.Error(), 1)
 	}
 	r.RSSBefore, r.FDsBefore, r.ProcsBefore, r.GorBefore = before.rss, before.fds, before.procs, before.gors
 	// After: the clients closed their sessions; whatever they started
@@ -147,6 +131,30 @@ func runLoadBench(c *cli.Context) error {
 		return cli.Exit("load: "+strings.Join(r.Failed, "; "), 1)
 	}
 	return nil
+}
+
+// runLoadClients runs load.mjs from dir (where the MCP TypeScript SDK is
+// installed) with args, and returns the report on its last line.
+func runLoadClients(dir string, args ...string) (loadReport, error) {
+	cmd := exec.Command("node", append([]string{filepath.Join(dir, "load.mjs")}, args...)...)
+	cmd.Dir = dir
+	cmd.Stderr = os.Stderr
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		return loadReport{}, fmt.Errorf("node: %w", err)
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var last string
+	for sc.Scan() {
+		last = sc.Text()
+	}
+	_ = cmd.Wait()
+	var r loadReport
+	if err := json.Unmarshal([]byte(last), &r); err != nil || r.Clients == 0 {
+		return r, fmt.Errorf("the load clients reported %q", last)
+	}
+	return r, nil
 }
 
 // sample reads the server's RSS, peak RSS, open descriptors, descendant
