@@ -20,8 +20,10 @@ APT_TEST := $(APT_RUN) python3-pip util-linux procps git curl ca-certificates ch
 .PHONY: run test build deps deps-test clients check unit integration bench clean docker-up docker-down image assets
 
 # The release binary is light (CLI, runner, in-sandbox stage) and embeds
-# the full build for srt-mcp serve; see cmd/srt-mcp/serve_embedded.go.
+# the full build for srt-mcp serve (cmd/srt-mcp/serve_embedded.go) and the
+# small stage binary its servers' sandboxes run (cmd/srt-mcp-stage).
 build: assets
+	$(GO) build $(GOFLAGS_BUILD) -o cmd/srt-mcp/embedded/srt-mcp-stage ./cmd/srt-mcp-stage
 	$(GO) build $(GOFLAGS_BUILD) -o cmd/srt-mcp/embedded/srt-mcp-full ./cmd/srt-mcp
 	$(GO) build -tags "$(TAGS) embedserver" $(LDFLAGS) -o $(BIN) ./cmd/srt-mcp
 

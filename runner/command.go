@@ -40,7 +40,7 @@ func StartProcessWith(binary string, spec Spec, sink func(Event)) (*Process, err
 	if err != nil {
 		return nil, err
 	}
-	r, err := spawnRunner(binary)
+	r, err := spawnRunner(binary, "")
 	if err != nil {
 		return nil, err
 	}
@@ -66,8 +66,9 @@ type spawned struct {
 	specW, evR, ctlW *os.File
 }
 
-// spawnRunner starts "srt-mcp __runner" with its three pipes.
-func spawnRunner(binary string) (*spawned, error) {
+// spawnRunner starts "srt-mcp __runner" with its three pipes, and the
+// stage binary as fd 6 when stage is not "".
+func spawnRunner(binary, stage string) (*spawned, error) {
 	self := binary
 	if self == "" {
 		var err error
@@ -97,6 +98,21 @@ func spawnRunner(binary string) (*spawned, error) {
 	cmd.Args[0] = "srt-mcp-runner"
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	cmd.ExtraFiles = []*os.File{specR, evW, ctlR}
+	if stage != "" {
+		f, err := os.Open(stage)
+		if err != nil {
+			specR.Close()
+			specW.Close()
+			evR.Close()
+			evW.Close()
+			ctlR.Close()
+			ctlW.Close()
+			return nil, fmt.Errorf("open the stage binary: %w", err)
+		}
+		defer f.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+		cmd.Args = append(cmd.Args, argStageFD)
+	}
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = runnerSysProcAttr()
 	err = cmd.Start()
@@ -141,8 +157,8 @@ func (r *spawned) alive() bool { return processAlive(r.cmd.Process.Pid) }
 // same as a fresh one, only earlier. Each one taken is replaced in the
 // background.
 type Pool struct {
-	binary string
-	size   int
+	binary, stage string
+	size          int
 
 	mu      sync.Mutex
 	idle    []*spawned
@@ -150,9 +166,11 @@ type Pool struct {
 	closed  bool
 }
 
-// NewPool keeps size runners of binary ("": this executable) waiting.
-func NewPool(binary string, size int) *Pool {
-	p := &Pool{binary: binary, size: size}
+// NewPool keeps size runners of binary ("": this executable) waiting. A
+// stage that is not "" is the binary their sandboxes run inside
+// (cmd/srt-mcp-stage); "" means the runner's own.
+func NewPool(binary, stage string, size int) *Pool {
+	p := &Pool{binary: binary, stage: stage, size: size}
 	p.refill()
 	return p
 }
@@ -176,7 +194,7 @@ func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 	p.mu.Unlock()
 	p.refill()
 	if r == nil {
-		if r, err = spawnRunner(p.binary); err != nil {
+		if r, err = spawnRunner(p.binary, p.stage); err != nil {
 			return nil, err
 		}
 	}
@@ -190,7 +208,7 @@ func (p *Pool) refill() {
 	for !p.closed && len(p.idle)+p.filling < p.size {
 		p.filling++
 		go func() {
-			r, err := spawnRunner(p.binary)
+			r, err := spawnRunner(p.binary, p.stage)
 			p.mu.Lock()
 			p.filling--
 			if err == nil && !p.closed {

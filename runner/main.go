@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 )
@@ -20,10 +21,21 @@ func Dispatch(opts Options) {
 	if len(os.Args) < 2 {
 		return
 	}
-	switch os.Args[1] {
-	case ModeRunner:
-		CloexecFrom(6)
+	if os.Args[1] == ModeRunner {
+		CloexecFrom(6) // fd 6, the stage binary if any, is reopened by path
 		os.Exit(runnerMain(opts))
+	}
+	DispatchStage()
+}
+
+// DispatchStage runs the stages that execute inside a sandbox ("__srt-init",
+// "__srt-exec", "__docker-exec") and exits; it returns for any other argv.
+// cmd/srt-mcp-stage is a binary of these alone.
+func DispatchStage() {
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
 	case ModeInit:
 		os.Exit(initMain())
 	case ModeExec:
@@ -89,6 +101,19 @@ func runnerMain(opts Options) int {
 	if err != nil {
 		sink(Event{Seq: 1, Type: EventError, TS: nowTS(), ErrCode: ErrCodeInvalidSpec, Message: err.Error()})
 		return 0
+	}
+	// The stage binary, when the parent gave one (fd 6, and argv says so:
+	// an fd that is merely open may be the Go runtime's own): bwrap runs it
+	// instead of this binary. Kept referenced so that the fd stays this
+	// file for the runner's life.
+	if len(os.Args) > 2 && os.Args[2] == argStageFD {
+		stage := os.NewFile(fdRunnerStage, "srt-mcp-stage")
+		if fi, err := stage.Stat(); err != nil || !fi.Mode().IsRegular() {
+			sink(Event{Seq: 1, Type: EventError, TS: nowTS(), ErrCode: ErrCodeInternal, Message: "the runner's stage binary (fd 6) is not a file"})
+			return 0
+		}
+		opts.Self = fmt.Sprintf("/proc/self/fd/%d", fdRunnerStage)
+		defer runtime.KeepAlive(stage)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -37,10 +37,21 @@ import (
 //	  | <------------------------------------------- | exactly one of exit | timeout | cancelled | error
 //	  |                                  EOF on fd 4 | runner exits
 //
+// An optional fd 6 (argv[2] "stage-fd=6") is the in-sandbox stage binary (cmd/srt-mcp-stage, a
+// sealed memory file the server made once): the runner gives it to bwrap
+// instead of its own, larger binary.
+//
 // EOF on fd 4 before a terminal event means the runner died; the parent
 // reports error{code: runner_crashed}. EOF on fd 5 means the parent died; the
 // runner kills the sandbox at once. Nothing secret travels in argv or the
 // environment; the spec fd is read once and closed.
+// fdRunnerStage is the runner's optional fd 6: the stage binary, present
+// when the runner's argv[2] is argStageFD.
+const (
+	fdRunnerStage = 6
+	argStageFD    = "stage-fd=6"
+)
+
 const (
 	// SpecVersion is the version of Spec and Event; a runner refuses others.
 	SpecVersion = 1

@@ -360,7 +360,7 @@ func waitFor(t *testing.T, c *collector, text string) {
 // died is skipped, and Close ends the waiting ones.
 func TestPool(t *testing.T) {
 	requireBwrap(t)
-	p := NewPool("", 1)
+	p := NewPool("", "", 1)
 	idle := func() int {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -411,5 +411,39 @@ func TestPool(t *testing.T) {
 	p.Close()
 	if err := syscall.Kill(pid, 0); err == nil {
 		t.Errorf("Close left the waiting runner %d running", pid)
+	}
+}
+
+// A pool given a stage binary hands it to its runners (their fd 6), and
+// their sandboxes run it instead of the runner's own binary: here a script
+// that names itself and fails, so the run's error carries its words.
+func TestPoolStage(t *testing.T) {
+	requireBwrap(t)
+	stage := filepath.Join(t.TempDir(), "stage")
+	if err := os.WriteFile(stage, []byte("#!/bin/sh\necho \"stage-from-pool $1\" >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := NewPool("", stage, 1)
+	defer p.Close()
+	var c collector
+	h, err := p.Start(testSpec(t, "/bin/true"), c.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := h.Wait()
+	if end.Type != EventError || !strings.Contains(end.Message, "stage-from-pool __srt-") {
+		t.Fatalf("the sandbox did not run the pool's stage: %+v", end)
+	}
+	// Without one, the runner's own binary runs inside, as before.
+	q := NewPool("", "", 1)
+	defer q.Close()
+	var c2 collector
+	h, err = q.Start(testSpec(t, "/bin/sh", "-c", "echo own"), c2.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Wait()
+	if out, _, end := c2.check(t); end.Type != EventExit || out != "own\n" {
+		t.Fatalf("%q %+v", out, end)
 	}
 }

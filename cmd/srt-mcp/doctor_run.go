@@ -87,7 +87,7 @@ func liveCheck(user *runner.SandboxUser) []check {
 	// Started by the light binary (make build), the doctor runs in the
 	// embedded server build: sandboxes run that light binary, as a
 	// server's do.
-	run, err := runner.Start(ctx, spec, sink, runner.Options{Egress: egress, Self: os.Getenv(runnerBinaryEnv)})
+	run, err := runner.Start(ctx, spec, sink, runner.Options{Egress: egress, Self: stageBinary()})
 	if err != nil {
 		return []check{{Name: "sandbox start", Status: "missing", Detail: err.Error(), Fix: "see the message above; srt-mcp never runs unsandboxed"}}
 	}

@@ -49,3 +49,6 @@ func execSealed(name string, program []byte, argv, env []string) error {
 	}
 	return syscall.Exec(path, argv, env)
 }
+
+// stageEnv: the stage binary is for Linux sandboxes only.
+func stageEnv() []string { return nil }

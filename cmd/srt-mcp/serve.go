@@ -12,6 +12,15 @@ import (
 	"github.com/srt-mcp/srt-mcp/policy"
 )
 
+// runnerBinaryEnv names the light srt-mcp binary a server started by the
+// release build uses for its runners; stageBinaryEnv names the stage binary
+// (cmd/srt-mcp-stage, a sealed memory file the light binary handed down)
+// that runs inside their sandboxes.
+const (
+	runnerBinaryEnv = "SRT_MCP_RUNNER_BIN"
+	stageBinaryEnv  = "SRT_MCP_STAGE_BIN"
+)
+
 var serveCommand = &cli.Command{
 	Name:  "serve",
 	Usage: "serve the sandbox as an MCP server (Streamable HTTP at /mcp, or --stdio)",

@@ -34,7 +34,7 @@ func runServe(c *cli.Context) error {
 	if self, err = filepath.EvalSymlinks(self); err != nil {
 		return cli.Exit(err.Error(), 1)
 	}
-	env := append(os.Environ(), "SRT_MCP_RUNNER_BIN="+self)
+	env := append(append(os.Environ(), runnerBinaryEnv+"="+self), stageEnv()...)
 	argv := append([]string{"srt-mcp"}, os.Args[1:]...)
 	if err := execSealed("srt-mcp-server", serverBinary, argv, env); err != nil {
 		return cli.Exit("start the embedded server: "+err.Error(), 1)

@@ -36,9 +36,14 @@ import (
 // in-sandbox exec stage) do not pay the MCP library's start-up cost; see
 // serve_embedded.go. A plain go build runs it in-process.
 
-// runnerBinaryEnv names the light srt-mcp binary a server started by the
-// release build uses for its runners.
-const runnerBinaryEnv = "SRT_MCP_RUNNER_BIN"
+// stageBinary is the binary for the inside of sandboxes: the stage binary
+// when there is one, else the runners' own.
+func stageBinary() string {
+	if s := os.Getenv(stageBinaryEnv); s != "" {
+		return s
+	}
+	return os.Getenv(runnerBinaryEnv)
+}
 
 func runServe(c *cli.Context) error {
 	ceiling, err := serveCeiling(c)
@@ -120,7 +125,7 @@ func runServe(c *cli.Context) error {
 	}
 	// Runners started ahead of need: an execution does not wait for one
 	// to start (see runner.Pool).
-	pool := runner.NewPool(runnerBin, c.Int("runner-pool"))
+	pool := runner.NewPool(runnerBin, os.Getenv(stageBinaryEnv), c.Int("runner-pool"))
 	defer pool.Close()
 	mgr := executions.NewManager(executions.Config{
 		MaxConcurrent:    c.Int("max-concurrent"),
@@ -167,7 +172,7 @@ func runServe(c *cli.Context) error {
 	defer sessions.Shutdown()
 	var backend executions.Backend
 	if backendName == "docker" {
-		db, err := dockerBackend(c, stateDir, sessions.Instance(), runnerBin, ceiling.Limits.MaxFileSizeBytes, logger)
+		db, err := dockerBackend(c, stateDir, sessions.Instance(), stageBinary(), ceiling.Limits.MaxFileSizeBytes, logger)
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
 		}
@@ -288,3 +293,4 @@ func allowedHosts(c *cli.Context) []string {
 	}
 	return hosts
 }
+
