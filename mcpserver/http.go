@@ -6,11 +6,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 // HTTPConfig configures the Streamable HTTP door.
@@ -57,13 +60,14 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 		server.WithDisableStreaming(true),
 		server.WithHTTPContextFunc(httpCaller),
 	)
-	return mcpFilter(streamable, plain)
+	return mcpFilter(streamable, plain, s.svc.Sessions().Draining)
 }
 
-// mcpFilter sends a plain JSON-RPC request to the stateless server, and
-// drops sessionless notifications/cancelled, which mcp-go would match
-// against any client's request ids.
-func mcpFilter(next, plain http.Handler) http.Handler {
+// mcpFilter sends a plain JSON-RPC request to the stateless server, drops
+// sessionless notifications/cancelled, which mcp-go would match against
+// any client's request ids, and refuses a new MCP session (initialize)
+// while the server drains.
+func mcpFilter(next, plain http.Handler, draining func() bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 			body, err := io.ReadAll(r.Body)
@@ -78,6 +82,10 @@ func mcpFilter(next, plain http.Handler) http.Handler {
 				} `json:"params"`
 			}
 			parsed := json.Unmarshal(body, &msg) == nil
+			if parsed && msg.Method == "initialize" && draining() {
+				refuseDraining(w, body)
+				return
+			}
 			if parsed && msg.Method == "notifications/cancelled" {
 				// Without a session the request id is ambiguous across
 				// clients; for 2026-07-28 clients, disconnecting cancels.
@@ -97,6 +105,24 @@ func mcpFilter(next, plain http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuseDraining answers a new session's initialize during a drain: 503,
+// Retry-After, and a JSON-RPC error that says why (every MCP client shows
+// the message).
+func refuseDraining(w http.ResponseWriter, body []byte) {
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	_ = json.Unmarshal(body, &req)
+	if len(req.ID) == 0 {
+		req.ID = json.RawMessage("null")
+	}
+	msg, _ := json.Marshal(sessions.ErrCodeDraining + ": this srt-mcp server is shutting down (draining) and opens no new MCP session; connect again, and a load balancer sends you to another replica")
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", "1")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%s}}`, req.ID, msg)
 }
 
 // maxEventStreams bounds the open GET /mcp/events streams.

@@ -117,6 +117,12 @@ func (o *Ops) Metrics(token string) http.Handler {
 // sandbox start costs tens of milliseconds).
 func (o *Ops) Readyz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o.svc.Sessions().Draining() {
+			// Shutting down: a load balancer stops sending new sessions
+			// here at once; the open ones finish (see serve's --drain-timeout).
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "draining", "running_executions": o.svc.Manager().Running()})
+			return
+		}
 		o.mu.Lock()
 		if time.Since(o.at) > 5*time.Second {
 			ok, checks := o.svc.Ready(r.Context())

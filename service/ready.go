@@ -40,7 +40,7 @@ func (s *Service) Ready(ctx context.Context) (bool, map[string]Check) {
 			checks[s.backend.Name()] = Check{OK: true, Detail: detail}
 		}
 	}
-	p := s.cfg.Ceiling
+	p := s.Ceiling()
 	p.Limits.Timeout = 0
 	spec := runner.Spec{Version: runner.SpecVersion, Argv: []string{"/bin/true"}, Cwd: runner.SandboxTmp, PrivateCwd: true, Policy: p, Stdin: runner.StdinNull}
 	start := time.Now()

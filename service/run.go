@@ -533,9 +533,9 @@ func (s *Service) starter(ss *sessions.Session, q *runWatch) executions.Starter 
 // the system view (the operator's deny_read kept), the operator's limits
 // with the data profile's timeout and output cap.
 func (s *Service) dataPolicy(timeout time.Duration, maxOut int64) policy.Policy {
-	p := s.cfg.Ceiling
+	p := s.Ceiling()
 	p.Network = policy.Network{} // seed 000: no egress from a data session
-	p.Filesystem = policy.Filesystem{DenyRead: s.cfg.Ceiling.Filesystem.DenyRead}
+	p.Filesystem = policy.Filesystem{DenyRead: p.Filesystem.DenyRead}
 	p.Limits.Timeout = policy.Duration(timeout)
 	p.Limits.MaxOutputBytes = maxOut
 	return p
@@ -589,7 +589,7 @@ func (s *Service) pipSpec(pkg string) (runner.Spec, error) {
 	if err != nil {
 		return runner.Spec{}, errorf("invalid_configuration", "%v", err)
 	}
-	narrowed, err := policy.Narrow(s.cfg.Ceiling, policy.Policy{Network: policy.Network{AllowedDomains: domains}}, "/", s.cfg.Home)
+	narrowed, err := policy.Narrow(s.Ceiling(), policy.Policy{Network: policy.Network{AllowedDomains: domains}}, "/", s.cfg.Home)
 	if err != nil {
 		var pe *policy.Error
 		if errors.As(err, &pe) && pe.Code == policy.CodeExceedsCeiling {
@@ -643,6 +643,7 @@ func (s *Service) CommandSpec(a CommandArgs) (runner.Spec, error) {
 	}
 	// Clean first, then check: "/tmp/../etc" is /etc.
 	cwd = path.Clean(cwd)
+	ceiling := s.Ceiling() // one reading: a reload meanwhile applies to the next call
 	var call policy.Policy
 	if a.Network != nil {
 		call.Network = *a.Network
@@ -657,17 +658,17 @@ func (s *Service) CommandSpec(a CommandArgs) (runner.Spec, error) {
 		}
 		timeout = time.Duration(*a.Timeout * float64(time.Second))
 	}
-	if max := s.cfg.Ceiling.Limits.Timeout.Std(); max > 0 && timeout > max {
+	if max := ceiling.Limits.Timeout.Std(); max > 0 && timeout > max {
 		return runner.Spec{}, &policy.Error{Code: policy.CodeExceedsCeiling, Field: "timeout_seconds", Value: fmt.Sprint(timeout.Seconds()),
 			Message: fmt.Sprintf("is above the operator's maximum of %g seconds", max.Seconds())}
 	}
 	call.Limits.Timeout = policy.Duration(timeout)
-	p, err := policy.Narrow(s.cfg.Ceiling, call, cwd, s.cfg.Home)
+	p, err := policy.Narrow(ceiling, call, cwd, s.cfg.Home)
 	if err != nil {
 		return runner.Spec{}, err
 	}
 	if !policy.Within(cwd, "/tmp") && !(a.InSession && policy.Within(cwd, sessions.WorkspaceMount)) {
-		roots := append(append([]string(nil), s.cfg.Ceiling.Filesystem.AllowRead...), s.cfg.Ceiling.Filesystem.AllowWrite...)
+		roots := append(append([]string(nil), ceiling.Filesystem.AllowRead...), ceiling.Filesystem.AllowWrite...)
 		ok := false
 		for _, r := range roots {
 			if policy.Within(cwd, policy.ExpandPath(r, "/", s.cfg.Home)) {
@@ -684,10 +685,10 @@ func (s *Service) CommandSpec(a CommandArgs) (runner.Spec, error) {
 		stdin = runner.StdinPTY
 	}
 	ceil := &runner.Ceiling{}
-	for _, r := range s.cfg.Ceiling.Filesystem.AllowRead {
+	for _, r := range ceiling.Filesystem.AllowRead {
 		ceil.Read = append(ceil.Read, policy.ExpandPath(r, cwd, s.cfg.Home))
 	}
-	for _, w := range s.cfg.Ceiling.Filesystem.AllowWrite {
+	for _, w := range ceiling.Filesystem.AllowWrite {
 		ceil.Write = append(ceil.Write, policy.ExpandPath(w, cwd, s.cfg.Home))
 	}
 	return runner.Spec{

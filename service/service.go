@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -88,6 +89,8 @@ type Service struct {
 	pool    *pool
 	callers *callers
 
+	ceiling atomic.Pointer[policy.Policy] // the operator's, replaced by SetCeiling
+
 	rtOnce sync.Once
 	rts    *profiles.Runtimes
 	closed chan struct{}
@@ -142,6 +145,7 @@ func New(cfg Config, mgr *executions.Manager) *Service {
 	}
 	s := &Service{cfg: cfg, mgr: mgr, reg: cfg.Sessions, backend: cfg.Backend, ws: newWorkspaces(),
 		callers: newCallers(), closed: make(chan struct{})}
+	s.SetCeiling(cfg.Ceiling)
 	s.reg.OnEnd(func(ss *sessions.Session) {
 		s.mgr.CancelOwner(Owner(ss.ID), true)
 		s.closeKernels(ss.ID)
@@ -177,6 +181,14 @@ func (s *Service) Shutdown() {
 		s.cfg.Logger.Warn("shutdown: the cache template's build did not stop in 15 s")
 	}
 }
+
+// Ceiling is the operator's policy now: the most any call may ask for.
+func (s *Service) Ceiling() policy.Policy { return *s.ceiling.Load() }
+
+// SetCeiling replaces the operator's policy (the settings file was
+// reloaded): every execution that starts from now on is narrowed from it;
+// running ones keep the policy they started with.
+func (s *Service) SetCeiling(p policy.Policy) { s.ceiling.Store(&p) }
 
 // Config returns the service's configuration (defaults filled in).
 func (s *Service) Config() Config { return s.cfg }
@@ -345,7 +357,7 @@ func (s *Service) buildCacheTemplate() {
 		return
 	default:
 	}
-	p := s.cfg.Ceiling
+	p := s.Ceiling()
 	p.Network = policy.Network{}
 	p.Filesystem = policy.Filesystem{}
 	p.Limits.Timeout = policy.Duration(2 * time.Minute)

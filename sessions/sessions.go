@@ -113,6 +113,8 @@ type Registry struct {
 	ws    string       // the workspaces directory
 	uids  map[int]bool // session uids in use
 	lock  *os.File     // flock on dir/lock, held while the server runs
+
+	draining bool // Drain was called: no session is created any more
 }
 
 // Session is one data session.
@@ -360,6 +362,9 @@ func (s *Registry) GetOrCreate(id string) (*Session, bool, error) {
 	} else if ok {
 		return nil, false, sessErr("session_not_found", "No active session with id %s", id)
 	}
+	if s.draining {
+		return nil, false, errDraining()
+	}
 	if s.activeLocked() >= s.cfg.Max {
 		return nil, false, sessErr("max_sessions", "Maximum %d concurrent sessions reached. Close an existing session first.", s.cfg.Max)
 	}
@@ -375,6 +380,9 @@ func (s *Registry) GetOrCreate(id string) (*Session, bool, error) {
 func (s *Registry) CreatePooled() (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.draining {
+		return nil, errDraining()
+	}
 	ss, err := s.createLocked(s.newID())
 	if err != nil {
 		return nil, err
@@ -390,12 +398,37 @@ func (s *Registry) Claim(ss *Session) error {
 	if _, ok := s.open[ss.ID]; !ok || !ss.pooled {
 		return sessErr("session_not_found", "the pooled session %s is gone", ss.ID)
 	}
+	if s.draining {
+		return errDraining()
+	}
 	if s.activeLocked() >= s.cfg.Max {
 		return sessErr("max_sessions", "Maximum %d concurrent sessions reached. Close an existing session first.", s.cfg.Max)
 	}
 	ss.pooled = false
 	ss.touch()
 	return nil
+}
+
+// Drain stops the registry from creating sessions (the server is shutting
+// down gracefully): the open ones stay usable until they are closed.
+func (s *Registry) Drain() {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+}
+
+// Draining tells whether Drain was called.
+func (s *Registry) Draining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
+}
+
+// ErrCodeDraining is the error code of a session refused during a drain.
+const ErrCodeDraining = "server_draining"
+
+func errDraining() *Error {
+	return sessErr(ErrCodeDraining, "this srt-mcp server is shutting down (draining): it finishes the runs it has but opens no new session; retry, and a load balancer sends the new session to another replica")
 }
 
 func (s *Registry) activeLocked() int {
@@ -420,6 +453,9 @@ func (s *Registry) CreateStorage(ttl time.Duration, max int) (*Session, error) {
 		if ss.storage {
 			n++
 		}
+	}
+	if s.draining {
+		return nil, errDraining()
 	}
 	if n >= max {
 		return nil, sessErr("max_sessions", "Maximum %d stored sessions reached; older ones expire after %s idle.", max, ttl)

@@ -55,6 +55,8 @@ A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) or --token-file unle
 		&cli.StringSliceFlag{Name: "allowed-host", EnvVars: []string{"SANDBOX_ALLOWED_HOSTS"}, Usage: "Host names the server answers to besides IP addresses and localhost (DNS-rebinding guard; the --public-base-url host is added)"},
 		&cli.StringFlag{Name: "max-body", Value: "4M", EnvVars: []string{"SANDBOX_MAX_BODY"}, Usage: "largest HTTP request body"},
 		&cli.Float64Flag{Name: "rate-limit", Value: 50, EnvVars: []string{"SANDBOX_RATE_LIMIT"}, Usage: "HTTP requests per second per principal"},
+		&cli.StringFlag{Name: "config", EnvVars: []string{"SANDBOX_CONFIG"}, Usage: "settings `FILE` (JSON): serve's flag names as keys, and srt's \"network\" and \"filesystem\" for the ceiling; the command line and environment win; the ceiling reloads when the file changes (an invalid file is logged and refused, the settings in force stay)"},
+		&cli.DurationFlag{Name: "drain-timeout", Value: 25 * time.Second, EnvVars: []string{"SANDBOX_DRAIN_TIMEOUT"}, Usage: "on SIGTERM or SIGINT the server drains: /readyz answers 503, new sessions are refused (server_draining), running executions get this long to finish (a second signal stops at once), then sessions are closed and sandboxes removed; keep it below the orchestrator's grace period (Kubernetes: terminationGracePeriodSeconds, default 30s)"},
 		&cli.DurationFlag{Name: "retention", Value: 15 * time.Minute, EnvVars: []string{"SANDBOX_RETENTION"}, Usage: "how long finished executions stay readable"},
 		&cli.StringFlag{Name: "retained-output", Value: "256M", EnvVars: []string{"SANDBOX_RETAINED_OUTPUT"}, Usage: "most output all executions hold; past it the finished ones that ended first are freed (their ids answer expired)"},
 		&cli.DurationFlag{Name: "session-ttl", EnvVars: []string{"SANDBOX_MCP_SESSION_TTL"}, Usage: "idle MCP sessions are closed (and their executions cancelled) after this (default 30m, or --max-timeout + 5m when longer; shorter than that is an error)"},
@@ -97,10 +99,13 @@ A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) or --token-file unle
 
 // serveCeiling builds the operator's ceiling from the serve profile, a
 // settings file, and the flags.
-func serveCeiling(c *cli.Context) (policy.Policy, error) {
+func serveCeiling(c *cli.Context, cf *configFile) (policy.Policy, error) {
 	p, add, err := policyFromFlags(c, "serve")
 	if err != nil {
 		return p, err
+	}
+	if cf != nil && cf.srt != nil {
+		p = policy.Merge(p, cf.srtP) // after --settings, before the flags
 	}
 	for _, p := range append(append([]string{}, add.Filesystem.AllowRead...), add.Filesystem.AllowWrite...) {
 		if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") {

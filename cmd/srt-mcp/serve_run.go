@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -46,7 +48,20 @@ func stageBinary() string {
 }
 
 func runServe(c *cli.Context) error {
-	ceiling, err := serveCeiling(c)
+	var cf *configFile
+	if path := c.String("config"); path != "" {
+		abs, err := filepath.Abs(path)
+		if err == nil {
+			cf, err = readConfig(abs, c.Command.Flags)
+		}
+		if err == nil {
+			err = cf.apply(c)
+		}
+		if err != nil {
+			return cli.Exit("--config: "+err.Error(), exitUsage)
+		}
+	}
+	ceiling, err := serveCeiling(c, cf)
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
@@ -213,8 +228,13 @@ func runServe(c *cli.Context) error {
 	metrics.Bind(svc)
 	defer svc.Shutdown() // before the registry's: the warm pool stops filling first
 	srv := mcpserver.New(mcpserver.Config{Logger: logger, Version: version}, svc)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := drainOnSignal(logger, svc, c.Duration("drain-timeout"))
 	defer stop()
+	if cf != nil {
+		if err := watchConfig(ctx, cf, c.Command.Flags, logger, svc.SetCeiling); err != nil {
+			logger.Warn("settings file: cannot watch it for changes; restart to apply them", "path", cf.path, "error", err)
+		}
+	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), runner.DefaultGrace+3*time.Second)
 		mgr.Shutdown(sctx)
@@ -294,3 +314,51 @@ func allowedHosts(c *cli.Context) []string {
 	return hosts
 }
 
+// drainOnSignal returns a context that ends when the server should stop
+// serving. The first SIGTERM or SIGINT starts a drain: the sessions
+// registry creates no session any more (/readyz answers 503, initialize
+// and new sessions get server_draining), running executions get up to
+// timeout to finish while their sessions keep being served, and a second
+// later (for the last results to be fetched) the context ends. A second
+// signal ends it at once.
+func drainOnSignal(logger *slog.Logger, svc *service.Service, timeout time.Duration) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		defer cancel()
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+			return
+		}
+		svc.Sessions().Drain()
+		mgr := svc.Manager()
+		logger.Info("draining: no new sessions; waiting for running executions", "running", mgr.Running(), "drain_timeout", timeout.String())
+		deadline := time.NewTimer(timeout)
+		defer deadline.Stop()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for mgr.Running() > 0 {
+			select {
+			case <-sigs:
+				logger.Warn("second signal: stopping now", "running", mgr.Running())
+				return
+			case <-deadline.C:
+				logger.Warn("drain timeout: stopping the executions still running", "running", mgr.Running())
+				return
+			case <-tick.C:
+			}
+		}
+		logger.Info("drained: every execution finished")
+		select {
+		case <-sigs:
+		case <-deadline.C:
+		case <-time.After(time.Second):
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		cancel()
+	}
+}
