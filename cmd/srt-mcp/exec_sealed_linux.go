@@ -5,6 +5,7 @@ package main
 import (
 	_ "embed"
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -57,9 +58,19 @@ func sealedMemfd(name string, program []byte, flags int) (int, error) {
 		}
 		off += n
 	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL); err != nil {
-		unix.Close(fd)
-		return -1, fmt.Errorf("seal memfd: %w", err)
+	// F_SEAL_WRITE fails with EBUSY while the kernel still holds extra
+	// references to the file's pages (the LRU batches just after a write,
+	// on a busy machine): the kernel itself only waits a moment, so try
+	// again for up to a second.
+	for try := 0; ; try++ {
+		_, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL)
+		if err == nil {
+			return fd, nil
+		}
+		if err != unix.EBUSY || try == 100 {
+			unix.Close(fd)
+			return -1, fmt.Errorf("seal memfd: %w", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return fd, nil
 }
