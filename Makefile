@@ -15,7 +15,7 @@ APT_LANGS := nodejs node-typescript gcc g++ libc6-dev golang-go default-jdk-head
             r-base-core gfortran gdc
 APT_RUN  := bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-seaborn \
             python3-reportlab python3-openpyxl python3-scipy python3-pip $(APT_LANGS)
-APT_TEST := $(APT_RUN) python3-pip util-linux procps git curl ca-certificates chromium
+APT_TEST := $(APT_RUN) python3-pip util-linux procps git curl ca-certificates chromium haproxy
 
 .PHONY: run test build deps deps-test clients check unit integration bench clean docker-up docker-down image assets
 
@@ -111,7 +111,8 @@ integration:
 	for s in $(SUITES); do $(GO) test -tags $(TAGS) -c -o $(ITEST_DIR)/$$s.test ./$$s || exit 1; done
 	cp -r integration/mcpclient $(ITEST_DIR)/mcpclient
 	cp -r examples/marketing-report $(ITEST_DIR)/mcpclient/example
-	chmod -R a+rX $(ITEST_DIR)/mcpclient
+	cp -r deploy $(ITEST_DIR)/deploy
+	chmod -R a+rX $(ITEST_DIR)/mcpclient $(ITEST_DIR)/deploy
 	chmod 755 $(ITEST_DIR) $(ITEST_DIR)/*.test $(ITEST_DIR)/srt-mcp
 	chown 65534:65534 $(ITEST_DIR)/home-nobody 2>/dev/null || true
 	@set -o pipefail; for s in $(SUITES); do \

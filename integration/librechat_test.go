@@ -30,16 +30,25 @@ const lcKey = "lc-test-api-key"
 // token for user sub.
 func lcServer(t *testing.T, extra ...string) (string, func(sub string, key ed25519.PrivateKey) string, ed25519.PrivateKey) {
 	t.Helper()
+	pemFile, mint, priv := lcKeys(t)
+	d := startData(t, []string{"--backend", "native"}, append([]string{"--librechat-api-key", lcKey, "--librechat-jwt-public-key", pemFile}, extra...)...)
+	return d.base() + "/v1/librechat", mint, priv
+}
+
+// lcKeys makes a fresh Ed25519 key: the public key's PEM file (for
+// --librechat-jwt-public-key), a minter of LibreChat's Code API tokens,
+// and the private key.
+func lcKeys(t *testing.T) (string, func(sub string, key ed25519.PrivateKey) string, ed25519.PrivateKey) {
+	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	der, _ := x509.MarshalPKIXPublicKey(pub)
-	pemFile := filepath.Join(t.TempDir(), "codeapi.pub.pem")
+	pemFile := filepath.Join(reachableTempDir(t), "codeapi.pub.pem")
 	if err := os.WriteFile(pemFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := startData(t, []string{"--backend", "native"}, append([]string{"--librechat-api-key", lcKey, "--librechat-jwt-public-key", pemFile}, extra...)...)
 	mint := func(sub string, key ed25519.PrivateKey) string {
 		tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{"iss": "librechat", "aud": "codeapi", "sub": sub,
 			"iat": time.Now().Unix(), "exp": time.Now().Add(5 * time.Minute).Unix(), "jti": "t1", "tenant_id": "legacy"})
@@ -50,7 +59,7 @@ func lcServer(t *testing.T, extra ...string) (string, func(sub string, key ed255
 		}
 		return s
 	}
-	return d.base() + "/v1/librechat", mint, priv
+	return pemFile, mint, priv
 }
 
 func TestLibreChatRealClients(t *testing.T) {
