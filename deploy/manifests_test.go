@@ -5,6 +5,7 @@ package deploy
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,7 +58,7 @@ func strict(t *testing.T, doc []byte, v any) {
 func TestKubernetesManifests(t *testing.T) {
 	docs := documents(t)
 	for kind := range docs {
-		if !slices.Contains([]string{"v1/ConfigMap", "v1/Service", "apps/v1/StatefulSet"}, kind) {
+		if !slices.Contains([]string{"v1/ConfigMap", "v1/Service", "apps/v1/StatefulSet", "apps/v1/Deployment"}, kind) {
 			t.Errorf("unexpected kind %s", kind)
 		}
 	}
@@ -129,13 +130,47 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Error("serve is not given the settings file")
 	}
 
-	// The Services select the StatefulSet's pods; the settings are JSON.
+	// The routing proxy: one HAProxy backend per replica, each at the
+	// pod's name under the headless Service; the entry Service selects the
+	// proxy, the headless one the replicas.
+	if len(docs["apps/v1/Deployment"]) != 1 {
+		t.Fatalf("want one Deployment (the routing proxy), got %d", len(docs["apps/v1/Deployment"]))
+	}
+	var proxy appsv1.Deployment
+	strict(t, docs["apps/v1/Deployment"][0], &proxy)
+	cfg, err := os.ReadFile("haproxy/haproxy.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicas := int(*ss.Spec.Replicas)
+	env := map[string]string{}
+	for _, e := range proxy.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	for i := 0; i < replicas; i++ {
+		name := fmt.Sprintf("srt-mcp-%d", i)
+		if !strings.Contains(string(cfg), "\nbackend "+name+"\n") {
+			t.Errorf("haproxy.cfg has no backend %s for StatefulSet pod %d", name, i)
+		}
+		if want := fmt.Sprintf("%s.%s:8080", name, ss.Spec.ServiceName); env[fmt.Sprintf("SRT_MCP_%d", i)] != want {
+			t.Errorf("the proxy's SRT_MCP_%d is %q, want %q", i, env[fmt.Sprintf("SRT_MCP_%d", i)], want)
+		}
+	}
+	if n := strings.Count(string(cfg), "\nbackend srt-mcp-"); n != replicas {
+		t.Errorf("haproxy.cfg routes to %d replicas, the StatefulSet has %d", n, replicas)
+	}
 	for _, doc := range docs["v1/Service"] {
 		var svc corev1.Service
 		strict(t, doc, &svc)
+		target := ss.Spec.Template.Labels
+		if svc.Name == "srt-mcp" {
+			target = proxy.Spec.Template.Labels // clients enter through the proxy
+		} else if svc.Name != ss.Spec.ServiceName || svc.Spec.ClusterIP != "None" {
+			t.Errorf("unexpected Service %s", svc.Name)
+		}
 		for k, v := range svc.Spec.Selector {
-			if ss.Spec.Template.Labels[k] != v {
-				t.Errorf("Service %s selects %s=%s, which the pods do not carry", svc.Name, k, v)
+			if target[k] != v {
+				t.Errorf("Service %s selects %s=%s, which its pods do not carry", svc.Name, k, v)
 			}
 		}
 	}
@@ -146,6 +181,41 @@ func TestKubernetesManifests(t *testing.T) {
 			var v map[string]any
 			if err := json.Unmarshal([]byte(s), &v); err != nil {
 				t.Errorf("ConfigMap %s settings.json: %v", cm.Name, err)
+			}
+		}
+	}
+}
+
+// kubectl apply -k deploy/ finds every resource and the proxy's
+// configuration file it names.
+func TestKustomization(t *testing.T) {
+	var k struct {
+		APIVersion         string   `json:"apiVersion"`
+		Kind               string   `json:"kind"`
+		Resources          []string `json:"resources"`
+		ConfigMapGenerator []struct {
+			Name  string   `json:"name"`
+			Files []string `json:"files"`
+		} `json:"configMapGenerator"`
+		GeneratorOptions map[string]any `json:"generatorOptions"`
+	}
+	data, err := os.ReadFile("kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, &k); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("kubernetes/*.yaml")
+	for _, f := range files {
+		if !slices.Contains(k.Resources, f) {
+			t.Errorf("kustomization.yaml does not list %s", f)
+		}
+	}
+	for _, g := range k.ConfigMapGenerator {
+		for _, f := range g.Files {
+			if _, err := os.Stat(f); err != nil {
+				t.Errorf("configMapGenerator %s: %v", g.Name, err)
 			}
 		}
 	}
