@@ -17,7 +17,7 @@ APT_RUN  := bubblewrap python3 python3-pandas python3-numpy python3-matplotlib p
             python3-reportlab python3-openpyxl python3-scipy python3-pip $(APT_LANGS)
 APT_TEST := $(APT_RUN) python3-pip util-linux procps git curl ca-certificates chromium haproxy
 
-.PHONY: run test build deps deps-test clients check unit integration bench clean docker-up docker-down image assets
+.PHONY: server-image run test build deps deps-test clients check unit integration bench clean docker-up docker-down image assets
 
 # The release binary is light (CLI, runner, in-sandbox stage) and embeds
 # the full build for srt-mcp serve (cmd/srt-mcp/serve_embedded.go) and the
@@ -71,9 +71,15 @@ run: deps build
 # root also on the Docker backend (a dockerd started here and stopped by
 # its PID afterwards, and the registry-free image, kept between runs).
 test: deps-test check unit
-	@set -o pipefail; ./scripts/dockerd.sh start && $(MAKE) --no-print-directory image && \
+	@set -o pipefail; ./scripts/dockerd.sh start && ./scripts/compose-plugin.sh && $(MAKE) --no-print-directory image && \
 		$(MAKE) --no-print-directory integration ITEST_ENV="$$( [ "$$(id -u)" = 0 ] && echo SRT_MCP_DOCKER=1 )"; \
 		rc=$$?; ./scripts/dockerd.sh stop; exit $$rc
+
+# The server image (deploy/Dockerfile), registry-free: FROM the data image
+# below, with bubblewrap from the Debian mirror; see the Dockerfile for how
+# to run it.
+server-image: image
+	docker build -f deploy/Dockerfile --build-arg BASE=srt-mcp-python:latest -t srt-mcp:latest $(dir $(BIN))
 
 # The Docker backend's Python data image, from Debian's packages (root;
 # skipped when the image's recipe is unchanged).

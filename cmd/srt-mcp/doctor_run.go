@@ -28,6 +28,7 @@ func runDoctor(c *cli.Context) error {
 		return err
 	}
 	checks := hostChecks()
+	checks = append(checks, containerChecks()...)
 	checks = append(checks, liveCheck(user)...)
 	checks = append(checks, pythonChecks()...)
 	checks = append(checks, dockerChecks(c.String("image"))...)
