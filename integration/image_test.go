@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -104,20 +103,7 @@ func TestServerImage(t *testing.T) {
 	// The real clients' flows.
 	runClient(t, dir, "--url", base+"/mcp", "--token", token)
 	for _, gen := range []string{"modern", "legacy"} {
-		cmd := exec.Command("node", "librechat.cjs", gen)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "LIBRECHAT_CODE_BASEURL="+base+"/v1/librechat")
-		if gen == "modern" {
-			cmd.Env = append(cmd.Env, "CODE_JWT="+mint("65f0c0ffee0000000000user", priv))
-		} else {
-			cmd.Env = append(cmd.Env, "LIBRECHAT_CODE_API_KEY="+lcKey)
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if checks := nodeChecks(t, "librechat "+gen, out); err != nil || checks < 7 {
-			t.Fatalf("librechat.cjs %s against the image: %v (%d checks)\n%s\nstderr: %s", gen, err, checks, out, stderr.String())
-		}
+		runLibreChatClient(t, dir, gen, base+"/v1/librechat", mint("65f0c0ffee0000000000user", priv))
 	}
 
 	// deploy/compose.yaml: the srt-mcp service comes up healthy (its
@@ -160,15 +146,7 @@ func TestServerImage(t *testing.T) {
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
-		cmd := exec.Command("node", "librechat.cjs", "legacy")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), fmt.Sprintf("LIBRECHAT_CODE_BASEURL=http://127.0.0.1:%d/v1/librechat", cport), "LIBRECHAT_CODE_API_KEY="+lcKey)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if checks := nodeChecks(t, "librechat via compose", out); err != nil || checks < 7 {
-			t.Fatalf("librechat.cjs against the compose service: %v (%d checks)\n%s\nstderr: %s", err, checks, out, stderr.String())
-		}
+		runLibreChatClient(t, dir, "legacy", fmt.Sprintf("http://127.0.0.1:%d/v1/librechat", cport), "")
 	})
 
 	// docker stop drains: SIGTERM, and the server exits by itself.

@@ -73,22 +73,29 @@ func TestLibreChatRealClients(t *testing.T) {
 	base, mint, priv := lcServer(t)
 	for _, gen := range []struct{ name, version string }{{"modern", "3.9.2"}, {"legacy", "3.1.63"}} {
 		t.Run(gen.name+"-"+gen.version, func(t *testing.T) {
-			cmd := exec.Command("node", "librechat.cjs", gen.name)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "LIBRECHAT_CODE_BASEURL="+base)
-			if gen.name == "modern" {
-				cmd.Env = append(cmd.Env, "CODE_JWT="+mint("65f0c0ffee0000000000user", priv))
-			} else {
-				cmd.Env = append(cmd.Env, "LIBRECHAT_CODE_API_KEY="+lcKey)
-			}
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			checks := nodeChecks(t, gen.name, out)
-			if err != nil || checks < 7 {
-				t.Fatalf("librechat.cjs %s: %v (%d checks)\n%s\nstderr: %s", gen.name, err, checks, out, stderr.String())
-			}
+			runLibreChatClient(t, dir, gen.name, base, mint("65f0c0ffee0000000000user", priv))
 		})
+	}
+}
+
+// runLibreChatClient runs librechat.cjs of generation gen ("modern": with
+// the JWT jwt; "legacy": with the API key lcKey) against the Code API at
+// base, and fails the test unless every check passed.
+func runLibreChatClient(t *testing.T, dir, gen, base, jwt string) {
+	t.Helper()
+	cmd := exec.Command("node", "librechat.cjs", gen)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "LIBRECHAT_CODE_BASEURL="+base)
+	if gen == "modern" {
+		cmd.Env = append(cmd.Env, "CODE_JWT="+jwt)
+	} else {
+		cmd.Env = append(cmd.Env, "LIBRECHAT_CODE_API_KEY="+lcKey)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if checks := nodeChecks(t, "librechat "+gen, out); err != nil || checks < 7 {
+		t.Fatalf("librechat.cjs %s against %s: %v (%d checks)\n%s\nstderr: %s", gen, base, err, checks, out, stderr.String())
 	}
 }
 

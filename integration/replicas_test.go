@@ -150,20 +150,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	lcBase := base + "/v1/librechat"
 	for round := 0; round < 2; round++ {
 		for _, gen := range []string{"modern", "legacy"} {
-			cmd := exec.Command("node", "librechat.cjs", gen)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "LIBRECHAT_CODE_BASEURL="+lcBase)
-			if gen == "modern" {
-				cmd.Env = append(cmd.Env, "CODE_JWT="+mint("65f0c0ffee0000000000user", priv))
-			} else {
-				cmd.Env = append(cmd.Env, "LIBRECHAT_CODE_API_KEY="+lcKey)
-			}
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if checks := nodeChecks(t, "librechat "+gen, out); err != nil || checks < 7 {
-				t.Fatalf("librechat.cjs %s through the proxy: %v (%d checks)\n%s\nstderr: %s", gen, err, checks, out, stderr.String())
-			}
+			runLibreChatClient(t, dir, gen, lcBase, mint("65f0c0ffee0000000000user", priv))
 		}
 	}
 	wg.Wait()
@@ -308,7 +295,7 @@ func goFlow(t *testing.T, endpoint string, i int) (*replicaClient, error) {
 		return nil, fmt.Errorf("async cancel target: %v %v", err, v)
 	}
 	for since, tries := 0.0, 0; ; tries++ {
-		v, _, text, err = goCall(cs, "get_execution_output", map[string]any{"execution_id": cid, "since_seq": since, "wait": true, "wait_for": "output", "wait_timeout_seconds": 5})
+		v, _, _, err = goCall(cs, "get_execution_output", map[string]any{"execution_id": cid, "since_seq": since, "wait": true, "wait_for": "output", "wait_timeout_seconds": 5})
 		if err == nil && strings.Contains(fmt.Sprint(v["output"]), "up") {
 			break
 		}

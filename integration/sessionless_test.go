@@ -107,24 +107,11 @@ func goSDK(t *testing.T, endpoint, token string) *mcp.ClientSession {
 // sdkCall calls a tool and returns its structured content, isError, and its text.
 func sdkCall(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (map[string]any, bool, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	v, isErr, text, err := goCall(cs, name, args)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	var text strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			text.WriteString(tc.Text)
-		}
-	}
-	v := map[string]any{}
-	if res.StructuredContent != nil {
-		b, _ := json.Marshal(res.StructuredContent)
-		_ = json.Unmarshal(b, &v)
-	}
-	return v, res.IsError, text.String()
+	return v, isErr, text
 }
 
 func TestSessionlessHandlesGoSDK(t *testing.T) {
