@@ -4,9 +4,11 @@ package integration
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestOpsMetricsAndReadyz(t *testing.T) {
@@ -20,24 +22,9 @@ func TestOpsMetricsAndReadyz(t *testing.T) {
 	if code, _, _ := httpGet(t, d.base()+"/metrics"); code != http.StatusUnauthorized {
 		t.Fatalf("/metrics without its token: %d", code)
 	}
-	req, _ := http.NewRequest("GET", d.base()+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer m3trics")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	resp.Body.Close()
-	body := b.String()
-	for _, want := range []string{
+	// Metrics are recorded when an execution's end is seen, which may be
+	// just after its reply: read until they are there (or 5 s).
+	wants := []string{
 		`srtmcp_executions_total{kind="command",language="bash",status="completed"} 1`,
 		`srtmcp_executions_total{kind="cell",language="python",status="completed"} 1`,
 		`srtmcp_execution_duration_seconds_bucket{kind="cell",language="python",le="+Inf"} 1`,
@@ -46,10 +33,29 @@ func TestOpsMetricsAndReadyz(t *testing.T) {
 		`srtmcp_warm_pool_ready 0`,
 		`srtmcp_executions_running `, // the server's own start-up work may still run
 		`go_goroutines`,
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("/metrics lacks %s", want)
+	}
+	var missing []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		req, _ := http.NewRequest("GET", d.base()+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer m3trics")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
 		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		missing = missing[:0]
+		for _, want := range wants {
+			if !strings.Contains(string(raw), want) {
+				missing = append(missing, want)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, m := range missing {
+		t.Errorf("/metrics lacks %s", m)
 	}
 	code, _, raw := httpGet(t, d.base()+"/readyz")
 	var r map[string]any

@@ -84,7 +84,8 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	var replicas []*mcpServer
 	for i := 0; i < 3; i++ {
 		s := startServe(t, "--backend", "native", "--replica-id", fmt.Sprintf("srt-mcp-%d", i), "--file-secret", testFileSecret,
-			"--public-base-url", base, "--librechat-api-key", lcKey, "--librechat-jwt-public-key", pemFile)
+			"--public-base-url", base, "--librechat-api-key", lcKey, "--librechat-jwt-public-key", pemFile,
+			"--max-sessions", "40") // a slow readiness check can send more than a third of the clients to one replica
 		replicas = append(replicas, s)
 		env = append(env, fmt.Sprintf("SRT_MCP_%d=%s", i, strings.TrimSuffix(strings.TrimPrefix(s.url, "http://"), "/mcp")))
 	}
