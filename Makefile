@@ -70,8 +70,15 @@ run: deps build
 # integration suite against the built binary, as root and as nobody; as
 # root also on the Docker backend (a dockerd started here and stopped by
 # its PID afterwards, and the registry-free image, kept between runs).
-test: deps-test check unit
-	@set -o pipefail; ./scripts/dockerd.sh start && ./scripts/compose-plugin.sh && $(MAKE) --no-print-directory image && \
+# Docker Compose v2 (for deploy/compose.yaml) builds from source in the
+# background meanwhile, and must have succeeded before the suite starts.
+COMPOSE_LOG := /tmp/srt-mcp-compose-plugin.log
+test:
+	@( ./scripts/compose-plugin.sh > $(COMPOSE_LOG) 2>&1; echo "rc=$$?" >> $(COMPOSE_LOG) ) & \
+	$(MAKE) --no-print-directory deps-test check unit; rc=$$?; wait; \
+	if [ $$rc -ne 0 ]; then exit $$rc; fi; \
+	cat $(COMPOSE_LOG); grep -qx 'rc=0' $(COMPOSE_LOG) || exit 1; \
+	set -o pipefail; ./scripts/dockerd.sh start && $(MAKE) --no-print-directory image && \
 		$(MAKE) --no-print-directory integration ITEST_ENV="$$( [ "$$(id -u)" = 0 ] && echo SRT_MCP_DOCKER=1 )"; \
 		rc=$$?; ./scripts/dockerd.sh stop; exit $$rc
 
