@@ -76,6 +76,15 @@ func spawnRunner(binary, stage string) (*spawned, error) {
 			return nil, fmt.Errorf("locate the srt-mcp binary: %w", err)
 		}
 	}
+	var stageF *os.File
+	if stage != "" {
+		f, err := os.Open(stage)
+		if err != nil {
+			return nil, fmt.Errorf("open the stage binary: %w", err)
+		}
+		defer f.Close() // the runner has its own copy once started
+		stageF = f
+	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -98,19 +107,8 @@ func spawnRunner(binary, stage string) (*spawned, error) {
 	cmd.Args[0] = "srt-mcp-runner"
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	cmd.ExtraFiles = []*os.File{specR, evW, ctlR}
-	if stage != "" {
-		f, err := os.Open(stage)
-		if err != nil {
-			specR.Close()
-			specW.Close()
-			evR.Close()
-			evW.Close()
-			ctlR.Close()
-			ctlW.Close()
-			return nil, fmt.Errorf("open the stage binary: %w", err)
-		}
-		defer f.Close()
-		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+	if stageF != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, stageF)
 		cmd.Args = append(cmd.Args, argStageFD)
 	}
 	cmd.Stderr = os.Stderr
