@@ -118,7 +118,7 @@ func refuseDraining(w http.ResponseWriter, body []byte) {
 	if len(req.ID) == 0 {
 		req.ID = json.RawMessage("null")
 	}
-	msg, _ := json.Marshal(sessions.ErrCodeDraining + ": this srt-mcp server is shutting down (draining) and opens no new MCP session; connect again, and a load balancer sends you to another replica")
+	msg, _ := json.Marshal(sessions.ErrDraining.Error())
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", "1")
 	w.WriteHeader(http.StatusServiceUnavailable)

@@ -363,7 +363,7 @@ func (s *Registry) GetOrCreate(id string) (*Session, bool, error) {
 		return nil, false, sessErr("session_not_found", "No active session with id %s", id)
 	}
 	if s.draining {
-		return nil, false, errDraining()
+		return nil, false, ErrDraining
 	}
 	if s.activeLocked() >= s.cfg.Max {
 		return nil, false, sessErr("max_sessions", "Maximum %d concurrent sessions reached. Close an existing session first.", s.cfg.Max)
@@ -381,7 +381,7 @@ func (s *Registry) CreatePooled() (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining {
-		return nil, errDraining()
+		return nil, ErrDraining
 	}
 	ss, err := s.createLocked(s.newID())
 	if err != nil {
@@ -399,7 +399,7 @@ func (s *Registry) Claim(ss *Session) error {
 		return sessErr("session_not_found", "the pooled session %s is gone", ss.ID)
 	}
 	if s.draining {
-		return errDraining()
+		return ErrDraining
 	}
 	if s.activeLocked() >= s.cfg.Max {
 		return sessErr("max_sessions", "Maximum %d concurrent sessions reached. Close an existing session first.", s.cfg.Max)
@@ -427,9 +427,9 @@ func (s *Registry) Draining() bool {
 // ErrCodeDraining is the error code of a session refused during a drain.
 const ErrCodeDraining = "server_draining"
 
-func errDraining() *Error {
-	return sessErr(ErrCodeDraining, "this srt-mcp server is shutting down (draining): it finishes the runs it has but opens no new session; retry, and a load balancer sends the new session to another replica")
-}
+// ErrDraining refuses a new session during a drain (every door says the
+// same: the MCP server's initialize as well).
+var ErrDraining = sessErr(ErrCodeDraining, "this srt-mcp server is shutting down (draining): it finishes the runs it has but opens no new session; retry, and a load balancer sends the new session to another replica")
 
 func (s *Registry) activeLocked() int {
 	n := 0
@@ -455,7 +455,7 @@ func (s *Registry) CreateStorage(ttl time.Duration, max int) (*Session, error) {
 		}
 	}
 	if s.draining {
-		return nil, errDraining()
+		return nil, ErrDraining
 	}
 	if n >= max {
 		return nil, sessErr("max_sessions", "Maximum %d stored sessions reached; older ones expire after %s idle.", max, ttl)
