@@ -18,6 +18,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/urfave/cli/v2"
 
+	"github.com/srt-mcp/srt-mcp/opfile"
 	"github.com/srt-mcp/srt-mcp/policy"
 )
 
@@ -39,32 +40,24 @@ import (
 // maxConfigBytes bounds the settings file.
 const maxConfigBytes = 1 << 20
 
-// ceilingKeys are the settings that make the ceiling: a reload applies them.
+// ceilingKeys are the flags that make the ceiling: a reload applies them
+// (and srt's "network" and "filesystem", which are always the ceiling's).
 var ceilingKeys = []string{"allow-domain", "deny-domain", "allow-ip-range", "resolve", "allow-read", "allow-write",
-	"max-timeout", "max-procs", "max-memory", "max-output", "settings", "network", "filesystem"}
+	"max-timeout", "max-procs", "max-memory", "max-output", "settings"}
 
 // configFile is one reading of the settings file.
 type configFile struct {
 	path  string
-	flags map[string]json.RawMessage // serve flag name -> value
-	srt   []byte                     // {"network":..., "filesystem":...}; nil when absent
-	srtP  policy.Policy
+	flags map[string][]string // serve flag name -> its values
+	srt   *policy.Policy      // "network" and "filesystem"; nil when absent
 	sum   [32]byte
 }
 
 // readConfig reads and checks path against the flags of serve.
 func readConfig(path string, flags []cli.Flag) (*configFile, error) {
-	f, err := os.Open(path)
+	data, err := opfile.Read(path, maxConfigBytes)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxConfigBytes {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxConfigBytes)
 	}
 	var top map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -78,7 +71,7 @@ func readConfig(path string, flags []cli.Flag) (*configFile, error) {
 	for _, fl := range flags {
 		known[fl.Names()[0]] = true
 	}
-	cf := &configFile{path: path, flags: map[string]json.RawMessage{}, sum: sha256.Sum256(data)}
+	cf := &configFile{path: path, flags: map[string][]string{}, sum: sha256.Sum256(data)}
 	srt := map[string]json.RawMessage{}
 	for k, v := range top {
 		switch {
@@ -87,19 +80,22 @@ func readConfig(path string, flags []cli.Flag) (*configFile, error) {
 		case k == "config":
 			return nil, fmt.Errorf("%s: a settings file cannot name another (key \"config\")", path)
 		case known[k]:
-			if _, err := configValues(v); err != nil {
+			vals, err := configValues(v)
+			if err != nil {
 				return nil, fmt.Errorf("%s: %q: %v", path, k, err)
 			}
-			cf.flags[k] = v
+			cf.flags[k] = vals
 		default:
 			return nil, fmt.Errorf("%s: unknown key %q: use the long name of a srt-mcp serve flag (for example \"allow-domain\" or \"max-timeout\"), or srt's \"network\" and \"filesystem\"", path, k)
 		}
 	}
 	if len(srt) > 0 {
-		cf.srt, _ = json.Marshal(srt)
-		if cf.srtP, err = policy.ParseSettings(cf.srt); err != nil {
+		raw, _ := json.Marshal(srt)
+		p, err := policy.ParseSettings(raw)
+		if err != nil {
 			return nil, fmt.Errorf("%s: %v", path, err)
 		}
+		cf.srt = &p
 	}
 	return cf, nil
 }
@@ -157,8 +153,7 @@ func (cf *configFile) apply(c *cli.Context) error {
 		if c.IsSet(name) {
 			continue
 		}
-		vals, _ := configValues(cf.flags[name])
-		for _, v := range vals {
+		for _, v := range cf.flags[name] {
 			if err := c.Set(name, v); err != nil {
 				return fmt.Errorf("%s: %q: %v", cf.path, name, err)
 			}
@@ -262,9 +257,9 @@ func watchConfig(ctx context.Context, cf *configFile, flags []cli.Flag, logger *
 func changedKeys(a, b *configFile) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, m := range []map[string]json.RawMessage{a.flags, b.flags} {
+	for _, m := range []map[string][]string{a.flags, b.flags} {
 		for k := range m {
-			if !seen[k] && !bytes.Equal(a.flags[k], b.flags[k]) {
+			if !seen[k] && !slices.Equal(a.flags[k], b.flags[k]) {
 				out = append(out, k)
 			}
 			seen[k] = true

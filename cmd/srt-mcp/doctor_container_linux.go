@@ -33,13 +33,8 @@ func inspectContainer() containerState {
 			c.in, c.runtimeIs = true, "a container"
 		}
 	}
-	if st, err := os.ReadFile("/proc/self/status"); err == nil {
-		for _, line := range strings.Split(string(st), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && k == "Seccomp" && strings.TrimSpace(v) == "2" {
-				c.seccomp = true
-			}
-		}
-	}
+	mode, _ := selfStatus("Seccomp")
+	c.seccomp = mode == "2"
 	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {

@@ -43,7 +43,7 @@ func hostChecks() []check {
 		out = append(out, check{Name: "user namespaces", Status: "ok", Detail: fmt.Sprintf("enabled (max %d)", maxNS)})
 	}
 
-	if st, err := os.ReadFile("/proc/self/status"); err == nil && strings.Contains(string(st), "Seccomp:") {
+	if _, ok := selfStatus("Seccomp"); ok {
 		out = append(out, check{Name: "seccomp", Status: "ok", Detail: "filters supported; applied to every command (AF_UNIX/VSOCK sockets, io_uring, namespaces, mount, ptrace, keyring, bpf, perf, TIOCSTI)"})
 	} else {
 		out = append(out, check{Name: "seccomp", Status: "missing", Detail: "kernel without seccomp filters", Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"})
@@ -72,6 +72,21 @@ func hostChecks() []check {
 	}
 	out = append(out, check{Name: "memory and process limits", Status: "ok", Detail: detail})
 	return out
+}
+
+// selfStatus is the value of key in /proc/self/status (ok false when the
+// kernel does not report it).
+func selfStatus(key string) (string, bool) {
+	st, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "", false
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && k == key {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
 }
 
 func readInt(path string) int {

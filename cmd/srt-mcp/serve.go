@@ -105,7 +105,7 @@ func serveCeiling(c *cli.Context, cf *configFile) (policy.Policy, error) {
 		return p, err
 	}
 	if cf != nil && cf.srt != nil {
-		p = policy.Merge(p, cf.srtP) // after --settings, before the flags
+		p = policy.Merge(p, *cf.srt) // after --settings, before the flags
 	}
 	for _, p := range append(append([]string{}, add.Filesystem.AllowRead...), add.Filesystem.AllowWrite...) {
 		if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") {
