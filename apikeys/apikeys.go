@@ -14,15 +14,16 @@ package apikeys
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strings"
-	"syscall"
+
+	"github.com/srt-mcp/srt-mcp/opfile"
 )
 
 // MinTokenLen is the shortest token a key file may hold in the clear.
@@ -131,31 +132,15 @@ func Parse(r io.Reader) (*Keys, error) {
 	return k, nil
 }
 
-// Load reads the key file at path. It must be a regular file that belongs
-// to root or to this process's user and that no one else may write: a key
-// file others could edit would let them add keys of their own.
+// Load reads the key file at path; it must be a file only its owner (root
+// or this process's user) may write (see opfile): a key file others could
+// edit would let them add keys of their own.
 func Load(path string) (*Keys, error) {
-	f, err := os.Open(path)
+	data, err := opfile.Read(path, 1<<20)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		if st.Uid != 0 && int(st.Uid) != os.Geteuid() {
-			return nil, fmt.Errorf("%s belongs to uid %d, not to root or this server's user (uid %d)", path, st.Uid, os.Geteuid())
-		}
-	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return nil, fmt.Errorf("%s may be written by others (mode %v): chmod go-w %s", path, fi.Mode().Perm(), path)
-	}
-	k, err := Parse(io.LimitReader(f, 1<<20))
+	k, err := Parse(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -99,5 +100,31 @@ func TestSettingsFileInvalidAtStart(t *testing.T) {
 	out, err := exec.Command(nwBin(t), "serve", "--port", "0", "--state-dir", filepath.Join(dir, "state"), "--config", path).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), `unknown key "prot"`) {
 		t.Fatalf("want exit 2 naming the key, got %v: %s", err, out)
+	}
+}
+
+// A settings file (--config, or srt's --settings) that someone else may
+// write is refused: whoever can edit it could widen the ceiling, and the
+// server reloads it by itself.
+func TestSettingsFileOthersMayWrite(t *testing.T) {
+	dir := reachableTempDir(t)
+	for _, flag := range []string{"--config", "--settings"} {
+		path := filepath.Join(dir, "open"+flag+".json")
+		body := `{"allow-domain": ["example.com"]}`
+		if flag == "--settings" {
+			body = `{"network": {"allowedDomains": ["example.com"]}}`
+		}
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second) // a server that accepts it runs on
+		out, err := exec.CommandContext(ctx, nwBin(t), "serve", "--port", "0", "--state-dir", filepath.Join(dir, "state"), flag, path).CombinedOutput()
+		cancel()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "chmod go-w") {
+			t.Errorf("%s with a world-writable file: want exit 2 saying chmod go-w, got %v: %s", flag, err, out)
+		}
 	}
 }

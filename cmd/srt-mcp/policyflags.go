@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/srt-mcp/srt-mcp/opfile"
 	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/profiles"
 	"github.com/srt-mcp/srt-mcp/runner"
@@ -21,7 +21,7 @@ func policyFromFlags(c *cli.Context, profile string) (policy.Policy, policy.Poli
 		return p, policy.Policy{}, err
 	}
 	if f := c.String("settings"); f != "" {
-		data, err := os.ReadFile(f)
+		data, err := opfile.Read(f, maxConfigBytes)
 		if err != nil {
 			return p, policy.Policy{}, fmt.Errorf("--settings: %v", err)
 		}
