@@ -67,6 +67,15 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	if err != nil {
 		return nil, errorf(ErrCodeUnavailable, "bubblewrap (bwrap) is not installed; install it with: apt-get install -y bubblewrap")
 	}
+	// As root, the sandbox's cgroup is made (and the kernel's grace period
+	// for moving into it started) while bwrap starts: see cgroupPrep.
+	prep := prepareCgroup(r.spec.ID, r.spec.Policy.Limits)
+	launched := false
+	defer func() {
+		if !launched {
+			prep.discard()
+		}
+	}()
 	asPID1 := r.spec.Init == InitSRT || LandlockABI() == 0
 	cfg.Stdio, cfg.PID = [3]int{fdStdin, fdStdout, fdStderr}, 2
 	if !asPID1 {
@@ -236,8 +245,7 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 
 	// As root, RLIMIT_NPROC does not apply: the sandbox goes into a cgroup
 	// of its own (see cgroup_linux.go). PID 1 is moved as soon as bwrap
-	// names it, while bwrap is still building the mounts: a move can wait
-	// for an RCU grace period, and this hides most of it. The exec stage
+	// names it, while bwrap is still building the mounts. The exec stage
 	// PID 1 forks later inherits the cgroup.
 	type cgResult struct {
 		pid1 int
@@ -247,11 +255,9 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	cgCh := make(chan cgResult, 1)
 	go func() {
 		res := cgResult{pid1: <-pidCh}
-		if res.pid1 > 0 {
-			res.cg, res.err = newSandboxCgroup(r.spec.ID+"-"+strconv.Itoa(res.pid1), r.spec.Policy.Limits)
-			if res.cg != nil && res.err == nil {
-				res.err = res.cg.add(res.pid1)
-			}
+		res.cg, res.err = prep.wait()
+		if res.pid1 > 0 && res.cg != nil && res.err == nil {
+			res.err = res.cg.add(res.pid1)
 		}
 		cgCh <- res
 	}()
@@ -398,6 +404,7 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		}
 		close(p.waitDone)
 	}()
+	launched = true
 	return p, nil
 }
 
