@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -215,7 +216,16 @@ func warmCgroupMoves() {
 		default:
 			continue
 		}
-		_ = os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644)
+		// Only into the cgroup that lists us: with a cgroup namespace the
+		// path above can name another cgroup of the mount (one above ours),
+		// and this move must never take the runner anywhere.
+		procs := filepath.Join(dir, "cgroup.procs")
+		b, err := os.ReadFile(procs)
+		pid := strconv.Itoa(os.Getpid())
+		if err != nil || !slices.Contains(strings.Fields(string(b)), pid) {
+			return
+		}
+		_ = os.WriteFile(procs, []byte(pid), 0o644)
 		return
 	}
 }

@@ -1,0 +1,79 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWarmCgroupMovesStaysPut: the no-op move that starts the kernel's grace
+// period must leave the runner where it is, also when a cgroup namespace
+// makes /proc/self/cgroup name a path the mount resolves elsewhere (here:
+// "/" for a process in a child cgroup, which the host's mount resolves to
+// the root cgroup, outside every limit).
+func TestWarmCgroupMovesStaysPut(t *testing.T) {
+	if os.Getenv("SRT_WARM_HELPER") != "" {
+		warmCgroupMoves()
+		fmt.Println("warmed")
+		time.Sleep(200 * time.Millisecond) // checked from outside meanwhile
+		return
+	}
+	if CgroupMode() != "v1" && CgroupMode() != "v2" {
+		t.Skip("needs root and a writable cgroup hierarchy")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("needs unshare(1)")
+	}
+	parent := filepath.Join(cgroupRoot, "srt-mcp")
+	if CgroupMode() == "v1" {
+		parent = filepath.Join(cgroupRoot, "pids", "srt-mcp")
+	}
+	dir := filepath.Join(parent, fmt.Sprintf("warm-test-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(dir)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A shell joins the child cgroup, then enters a new cgroup namespace
+	// (rooted at that cgroup) and runs the helper.
+	script := fmt.Sprintf("echo $$ > %s/cgroup.procs && exec %s --cgroup %s -test.run '^TestWarmCgroupMovesStaysPut$'", dir, unshare, self)
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Env = append(os.Environ(), "SRT_WARM_HELPER=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	n, _ := out.Read(buf)
+	if !strings.Contains(string(buf[:n]), "warmed") {
+		_ = cmd.Wait()
+		t.Skipf("the helper did not run in a cgroup namespace (%q)", buf[:n])
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", cmd.Process.Pid))
+	_ = cmd.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "/srt-mcp/" + filepath.Base(dir)
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) == 3 && ((CgroupMode() == "v1" && f[1] == "pids") || (CgroupMode() == "v2" && f[0] == "0")) {
+			if f[2] != want {
+				t.Fatalf("the warm-up moved the process from %s to %s", want, f[2])
+			}
+			return
+		}
+	}
+	t.Fatalf("no pids cgroup line in %q", b)
+}
