@@ -62,6 +62,25 @@ var (
 	_ Handle = (*Process)(nil)
 )
 
+// prewarm does, while a pooled runner waits for its spec, the first-use
+// work that every run needs and no spec decides: encoding/json's caches for
+// each message type the runner reads and writes (the spec with its policy,
+// the events, the sandbox's configuration and messages), and finding bwrap.
+func prewarm() {
+	if b, err := json.Marshal(Spec{}); err == nil {
+		var s Spec
+		_ = json.Unmarshal(b, &s)
+	}
+	if b, err := json.Marshal(initConfig{Mounted: []mountedObject{{}}}); err == nil {
+		var c initConfig
+		_ = json.Unmarshal(b, &c)
+	}
+	var m initMsg
+	_ = json.Unmarshal([]byte(`{"t":"verified"}`), &m)
+	_, _ = json.Marshal(Event{Type: EventReady, Violation: &Violation{}})
+	_, _ = FindBwrap()
+}
+
 // runnerMain is "srt-mcp __runner": one execution, driven over fds 3-5 (see
 // the protocol diagram in protocol.go).
 func runnerMain(opts Options) int {
@@ -83,6 +102,7 @@ func runnerMain(opts Options) int {
 		_ = enc.Encode(e)
 		wmu.Unlock()
 	}
+	prewarm()
 	data, err := io.ReadAll(io.LimitReader(specF, MaxSpecBytes+1))
 	specF.Close()
 	var spec Spec
