@@ -594,7 +594,10 @@ func workspaceDirs(state string) []string {
 	ents, _ := os.ReadDir(filepath.Join(state, "workspaces"))
 	var out []string
 	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), ".cache-template") {
+		// Not sessions: the cache template, and the scratch directory of
+		// its build, which the server starts at its start and removes when
+		// the build ends (on a loaded machine it may still run here).
+		if !strings.HasPrefix(e.Name(), ".cache-template") && !strings.HasPrefix(e.Name(), "cache-build-") {
 			out = append(out, e.Name())
 		}
 	}
