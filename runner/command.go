@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Process is a runner started by StartProcess: the parent's handle on one
@@ -17,12 +18,18 @@ import (
 type Process struct {
 	cmd  *exec.Cmd
 	sink func(Event)
+	// from and pool are set for a pooled runner that serves one execution
+	// after another: once this execution ended cleanly, from goes back.
+	from *spawned
+	pool *Pool
 
-	mu     sync.Mutex
-	ctl    *os.File
-	term   *Event
-	done   chan struct{}
-	stdinC bool
+	mu       sync.Mutex
+	ctl      *os.File
+	term     *Event
+	done     chan struct{}
+	stdinC   bool
+	killed   bool // Kill was called: the runner is not reused
+	released bool // the runner went back to the pool: Kill no longer applies
 }
 
 // StartProcess re-executes the srt-mcp binary in runner mode and hands it
@@ -40,11 +47,11 @@ func StartProcessWith(binary string, spec Spec, sink func(Event)) (*Process, err
 	if err != nil {
 		return nil, err
 	}
-	r, err := spawnRunner(binary, "")
+	r, err := spawnRunner(binary, "", false)
 	if err != nil {
 		return nil, err
 	}
-	return r.run(body, sink), nil
+	return r.run(body, sink, nil), nil
 }
 
 func specBody(spec Spec) ([]byte, error) {
@@ -59,16 +66,62 @@ func specBody(spec Spec) ([]byte, error) {
 	return body, nil
 }
 
-// spawned is a runner process that has started and waits for its spec on
-// fd 3 (it holds nothing of any execution yet).
+// spawned is a runner process that has started and waits for its next
+// execution: on its spec pipe (fresh), or, having served some, on its
+// hand-off socket (see handoff.go).
 type spawned struct {
 	cmd              *exec.Cmd
-	specW, evR, ctlW *os.File
+	specW, evR, ctlW *os.File // this execution's parent ends
+	hand             *os.File // the hand-off socket; nil for a one-execution runner
+	runs             int      // executions handed to it so far
+	idleSince        time.Time
 }
 
-// spawnRunner starts "srt-mcp __runner" with its three pipes, and the
-// stage binary as fd 6 when stage is not "".
-func spawnRunner(binary, stage string) (*spawned, error) {
+// runPipes are one execution's three pipes.
+type runPipes struct {
+	specR, specW, evR, evW, ctlR, ctlW *os.File
+}
+
+func newRunPipes() (*runPipes, error) {
+	var p runPipes
+	var err error
+	if p.specR, p.specW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	if p.evR, p.evW, err = os.Pipe(); err != nil {
+		p.specR.Close()
+		p.specW.Close()
+		return nil, err
+	}
+	if p.ctlR, p.ctlW, err = os.Pipe(); err != nil {
+		p.closeChild()
+		p.closeParent()
+		return nil, err
+	}
+	return &p, nil
+}
+
+// closeChild closes the runner's ends (once it has its own copies).
+func (p *runPipes) closeChild() {
+	for _, f := range []*os.File{p.specR, p.evW, p.ctlR} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+func (p *runPipes) closeParent() {
+	for _, f := range []*os.File{p.specW, p.evR, p.ctlW} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// spawnRunner starts "srt-mcp __runner" with its three pipes, the stage
+// binary as fd 6 when stage is not "", and with handoff a socket on which
+// it takes one execution after another.
+func spawnRunner(binary, stage string, handoff bool) (*spawned, error) {
 	self := binary
 	if self == "" {
 		var err error
@@ -85,75 +138,109 @@ func spawnRunner(binary, stage string) (*spawned, error) {
 		defer f.Close() // the runner has its own copy once started
 		stageF = f
 	}
-	specR, specW, err := os.Pipe()
+	pipes, err := newRunPipes()
 	if err != nil {
-		return nil, err
-	}
-	evR, evW, err := os.Pipe()
-	if err != nil {
-		specR.Close()
-		specW.Close()
-		return nil, err
-	}
-	ctlR, ctlW, err := os.Pipe()
-	if err != nil {
-		specR.Close()
-		specW.Close()
-		evR.Close()
-		evW.Close()
 		return nil, err
 	}
 	cmd := exec.Command(self, ModeRunner)
 	cmd.Args[0] = "srt-mcp-runner"
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	cmd.ExtraFiles = []*os.File{specR, evW, ctlR}
+	cmd.ExtraFiles = []*os.File{pipes.specR, pipes.evW, pipes.ctlR}
 	if stageF != nil {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, stageF)
 		cmd.Args = append(cmd.Args, argStageFD)
 	}
+	var hand, handChild *os.File
+	if handoff {
+		fds, err := streamSocketpair()
+		if err != nil {
+			pipes.closeChild()
+			pipes.closeParent()
+			return nil, err
+		}
+		hand, handChild = os.NewFile(uintptr(fds[0]), "runner-handoff"), os.NewFile(uintptr(fds[1]), "runner-handoff-child")
+		cmd.ExtraFiles = append(cmd.ExtraFiles, handChild)
+		cmd.Args = append(cmd.Args, fmt.Sprintf("%s%d", argHandoffPrefix, 2+len(cmd.ExtraFiles)))
+	}
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = runnerSysProcAttr()
 	err = cmd.Start()
-	specR.Close()
-	evW.Close()
-	ctlR.Close()
+	pipes.closeChild()
+	if handChild != nil {
+		handChild.Close()
+	}
 	if err != nil {
-		specW.Close()
-		evR.Close()
-		ctlW.Close()
+		pipes.closeParent()
+		if hand != nil {
+			hand.Close()
+		}
 		return nil, fmt.Errorf("start runner: %w", err)
 	}
-	return &spawned{cmd: cmd, specW: specW, evR: evR, ctlW: ctlW}, nil
+	return &spawned{cmd: cmd, specW: pipes.specW, evR: pipes.evR, ctlW: pipes.ctlW, hand: hand}, nil
+}
+
+// rearm hands a runner that has served an execution the pipes of the next.
+func (r *spawned) rearm() error {
+	pipes, err := newRunPipes()
+	if err != nil {
+		return err
+	}
+	err = sendRun(r.hand, pipes.specR, pipes.evW, pipes.ctlR)
+	pipes.closeChild()
+	if err != nil {
+		pipes.closeParent()
+		return fmt.Errorf("hand the runner its next execution: %w", err)
+	}
+	r.specW, r.evR, r.ctlW = pipes.specW, pipes.evR, pipes.ctlW
+	return nil
 }
 
 // run hands the runner its spec and follows its events.
-func (r *spawned) run(body []byte, sink func(Event)) *Process {
+// run hands the runner its spec and follows its events; a pool that is
+// not nil gets the runner back when the execution ended cleanly.
+func (r *spawned) run(body []byte, sink func(Event), pool *Pool) *Process {
 	p := &Process{cmd: r.cmd, sink: sink, ctl: r.ctlW, done: make(chan struct{})}
+	if pool != nil && r.hand != nil {
+		p.from, p.pool = r, pool
+	}
+	r.runs++
+	specW, evR := r.specW, r.evR
+	r.specW, r.evR, r.ctlW = nil, nil, nil // the Process's now
 	go func() {
-		_, _ = r.specW.Write(body)
-		r.specW.Close()
+		_, _ = specW.Write(body)
+		specW.Close()
 	}()
-	go p.readEvents(r.evR)
+	go p.readEvents(evR)
 	return p
 }
 
-// discard ends a runner that never got a spec.
+// discard ends a runner that waits for an execution.
 func (r *spawned) discard() {
-	r.specW.Close() // EOF on its spec: it exits
-	r.ctlW.Close()
+	for _, f := range []*os.File{r.specW, r.ctlW, r.hand} {
+		if f != nil {
+			f.Close() // EOF on its spec or its hand-off socket: it exits
+		}
+	}
 	_ = r.cmd.Process.Kill()
 	_ = r.cmd.Wait()
-	r.evR.Close()
+	if r.evR != nil {
+		r.evR.Close()
+	}
 }
 
 // alive tells whether the runner is still waiting (nobody killed it).
 func (r *spawned) alive() bool { return processAlive(r.cmd.Process.Pid) }
 
-// A Pool keeps a few runners started ahead of need, so that an execution
-// does not wait for a process to start and initialise (a few milliseconds
-// of every cold run). A pooled runner has received nothing yet: it is the
-// same as a fresh one, only earlier. Each one taken is replaced in the
-// background.
+// A Pool keeps runners started ahead of need, so that an execution does
+// not wait for a process to start and initialise (a few milliseconds of
+// every cold run), and takes each runner back when its execution ended
+// cleanly: a runner serves one execution after another (handoff.go), so
+// the CPU of starting a process is paid once per runner, not per run.
+//
+// It holds at least size idle runners while executions come one at a
+// time; after a burst it keeps what came back (up to maxIdleRunners) for
+// idleRunnerTTL, so that the next burst finds them, then lets the extra
+// ones go.
 type Pool struct {
 	binary, stage string
 	size          int
@@ -161,10 +248,17 @@ type Pool struct {
 	mu      sync.Mutex
 	idle    []*spawned
 	filling int
+	busy    int // runners serving one of this pool's executions
 	closed  bool
 }
 
-// NewPool keeps size runners of binary ("": this executable) waiting. A
+const (
+	maxIdleRunners = 32
+	idleRunnerTTL  = 30 * time.Second
+)
+
+// NewPool keeps size runners of binary ("": this executable) waiting; size
+// 0 keeps none and reuses none (a process per execution). A
 // stage that is not "" is the binary their sandboxes run inside
 // (cmd/srt-mcp-stage); "" means the runner's own.
 func NewPool(binary, stage string, size int) *Pool {
@@ -182,31 +276,76 @@ func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 	var r *spawned
 	p.mu.Lock()
 	for len(p.idle) > 0 && r == nil {
-		r = p.idle[0]
-		p.idle = p.idle[1:]
+		r = p.idle[len(p.idle)-1] // the most recently used: its pages are warm
+		p.idle = p.idle[:len(p.idle)-1]
 		if !r.alive() {
 			go r.discard()
 			r = nil
 		}
 	}
+	p.busy++
 	p.mu.Unlock()
+	if r != nil && r.runs > 0 {
+		if err := r.rearm(); err != nil {
+			go r.discard()
+			r = nil
+		}
+	}
 	p.refill()
 	if r == nil {
-		if r, err = spawnRunner(p.binary, p.stage); err != nil {
+		if r, err = spawnRunner(p.binary, p.stage, p.size > 0); err != nil {
+			p.done(nil)
 			return nil, err
 		}
 	}
-	return r.run(body, sink), nil
+	return r.run(body, sink, p), nil
 }
 
-// refill starts runners in the background up to the pool's size.
+// done takes back a runner whose execution ended (nil: it is gone) and
+// keeps it if it ended cleanly, the pool has room and it has not served
+// its share.
+func (p *Pool) done(r *spawned) {
+	p.mu.Lock()
+	p.busy--
+	keep := r != nil && !p.closed && p.size > 0 && len(p.idle) < maxIdleRunners && r.runs < maxRunsPerRunner && r.alive()
+	if keep {
+		r.idleSince = time.Now()
+		p.idle = append(p.idle, r)
+		if len(p.idle) > p.size {
+			time.AfterFunc(idleRunnerTTL, p.trim)
+		}
+	}
+	p.mu.Unlock()
+	if r != nil && !keep {
+		go r.discard()
+	}
+	p.refill()
+}
+
+// trim lets go of the idle runners beyond size that waited idleRunnerTTL
+// (the oldest first: Start takes the most recent).
+func (p *Pool) trim() {
+	p.mu.Lock()
+	var drop []*spawned
+	for len(p.idle) > p.size && time.Since(p.idle[0].idleSince) >= idleRunnerTTL {
+		drop = append(drop, p.idle[0])
+		p.idle = p.idle[1:]
+	}
+	p.mu.Unlock()
+	for _, r := range drop {
+		r.discard()
+	}
+}
+
+// refill starts runners in the background until size of them are idle or
+// serving this pool's executions (which bring theirs back).
 func (p *Pool) refill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for !p.closed && len(p.idle)+p.filling < p.size {
+	for !p.closed && len(p.idle)+p.filling+p.busy < p.size {
 		p.filling++
 		go func() {
-			r, err := spawnRunner(p.binary, p.stage)
+			r, err := spawnRunner(p.binary, p.stage, true)
 			p.mu.Lock()
 			p.filling--
 			if err == nil && !p.closed {
@@ -262,12 +401,33 @@ func (p *Process) readEvents(r *os.File) {
 	if bad == "" && sc.Err() != nil {
 		bad = "reading the runner's events: " + sc.Err().Error()
 	}
+	if bad == "" && p.pool != nil && p.term != nil {
+		// A pooled runner closes the events pipe right after the terminal
+		// event; anything else on it is a broken stream.
+		if sc.Scan() {
+			bad = fmt.Sprintf("the runner sent an event after the terminal one: %.120q", sc.Bytes())
+		} else if sc.Err() == nil {
+			p.mu.Lock()
+			reuse := !p.killed
+			p.released = reuse
+			p.ctl.Close()
+			p.mu.Unlock()
+			if reuse {
+				p.pool.done(p.from)
+				close(p.done)
+				return
+			}
+		}
+	}
 	if bad != "" {
 		// The stream is broken: the runner (and with it its sandbox) is
 		// stopped rather than trusted, and left blocked on a full pipe.
 		_ = p.cmd.Process.Kill()
 	}
 	_ = p.cmd.Wait()
+	if p.pool != nil {
+		p.pool.done(nil)
+	}
 	p.mu.Lock()
 	if p.term == nil {
 		msg := "the runner process ended without reporting how the execution ended (" + p.cmd.ProcessState.String() + ")"
@@ -345,8 +505,16 @@ func (p *Process) Cancel(force bool) {
 	_ = p.control(Control{Type: CtlCancel, Force: force})
 }
 
-// Kill ends the runner process itself; its sandbox dies with it.
+// Kill ends the runner process itself; its sandbox dies with it. A runner
+// that has gone back to the pool serves another execution: not this one's
+// to kill.
 func (p *Process) Kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.released {
+		return
+	}
+	p.killed = true
 	_ = p.cmd.Process.Kill()
 }
 

@@ -8,3 +8,11 @@ import "golang.org/x/sys/unix"
 func CloexecFrom(first int) {
 	_ = unix.CloseRange(uint(first), ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 }
+
+// recvCloexec makes fds received over a unix socket close-on-exec.
+const recvCloexec = unix.MSG_CMSG_CLOEXEC
+
+// streamSocketpair is a connected pair of close-on-exec unix stream sockets.
+func streamSocketpair() ([2]int, error) {
+	return unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+}

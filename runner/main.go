@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 )
@@ -82,7 +83,8 @@ func prewarm() {
 }
 
 // runnerMain is "srt-mcp __runner": one execution, driven over fds 3-5 (see
-// the protocol diagram in protocol.go).
+// the protocol diagram in protocol.go), and with a hand-off socket in argv
+// the next ones too (handoff.go).
 func runnerMain(opts Options) int {
 	specF, evF, ctlF := os.NewFile(3, "spec"), os.NewFile(4, "events"), os.NewFile(5, "control")
 	for _, f := range []*os.File{specF, evF, ctlF} {
@@ -95,14 +97,57 @@ func runnerMain(opts Options) int {
 			return 2
 		}
 	}
+	// The stage binary, when the parent gave one (fd 6, and argv says so:
+	// an fd that is merely open may be the Go runtime's own): bwrap runs it
+	// instead of this binary. Kept referenced so that the fd stays this
+	// file for the runner's life.
+	stageErr := ""
+	if slices.Contains(os.Args[2:], argStageFD) {
+		stage := os.NewFile(fdRunnerStage, "srt-mcp-stage")
+		if fi, err := stage.Stat(); err != nil || !fi.Mode().IsRegular() {
+			stageErr = "the runner's stage binary (fd 6) is not a file"
+		} else {
+			opts.Self = fmt.Sprintf("/proc/self/fd/%d", fdRunnerStage)
+			defer runtime.KeepAlive(stage)
+		}
+	}
+	hand := handoffFD(os.Args[2:])
+	prewarm()
+	for served := 1; ; served++ {
+		serveOne(specF, evF, ctlF, opts, stageErr)
+		if hand < 0 || served >= maxRunsPerRunner {
+			return 0
+		}
+		// Nothing of the last execution may reach the next one's bwrap.
+		CloexecFrom(3)
+		var err error
+		if specF, evF, ctlF, err = receiveRun(hand); err != nil {
+			return 0
+		}
+	}
+}
+
+// serveOne runs the execution whose spec arrives on specF, with its events
+// on evF and its control messages on ctlF; it returns once the terminal
+// event was written, and closes all three.
+func serveOne(specF, evF, ctlF *os.File, opts Options, stageErr string) {
+	defer ctlF.Close()
 	var wmu sync.Mutex
 	enc := json.NewEncoder(evF)
 	sink := func(e Event) {
 		wmu.Lock()
-		_ = enc.Encode(e)
+		if enc != nil {
+			_ = enc.Encode(e)
+		}
 		wmu.Unlock()
 	}
-	prewarm()
+	defer func() {
+		// EOF on the events pipe: the parent may hand this runner on.
+		wmu.Lock()
+		enc = nil
+		evF.Close()
+		wmu.Unlock()
+	}()
 	data, err := io.ReadAll(io.LimitReader(specF, MaxSpecBytes+1))
 	specF.Close()
 	var spec Spec
@@ -120,20 +165,11 @@ func runnerMain(opts Options) int {
 	}
 	if err != nil {
 		sink(Event{Seq: 1, Type: EventError, TS: nowTS(), ErrCode: ErrCodeInvalidSpec, Message: err.Error()})
-		return 0
+		return
 	}
-	// The stage binary, when the parent gave one (fd 6, and argv says so:
-	// an fd that is merely open may be the Go runtime's own): bwrap runs it
-	// instead of this binary. Kept referenced so that the fd stays this
-	// file for the runner's life.
-	if len(os.Args) > 2 && os.Args[2] == argStageFD {
-		stage := os.NewFile(fdRunnerStage, "srt-mcp-stage")
-		if fi, err := stage.Stat(); err != nil || !fi.Mode().IsRegular() {
-			sink(Event{Seq: 1, Type: EventError, TS: nowTS(), ErrCode: ErrCodeInternal, Message: "the runner's stage binary (fd 6) is not a file"})
-			return 0
-		}
-		opts.Self = fmt.Sprintf("/proc/self/fd/%d", fdRunnerStage)
-		defer runtime.KeepAlive(stage)
+	if stageErr != "" {
+		sink(Event{Seq: 1, Type: EventError, TS: nowTS(), ErrCode: ErrCodeInternal, Message: stageErr})
+		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -167,5 +203,4 @@ func runnerMain(opts Options) int {
 		run.Cancel(true)
 	}()
 	run.Wait()
-	return 0
 }

@@ -35,7 +35,9 @@ import (
 //	  |  fd 5: Control, NDJSON                       |
 //	  | -------------------------------------------> | stdin / stdin_close / resize / signal / cancel
 //	  | <------------------------------------------- | exactly one of exit | timeout | cancelled | error
-//	  |                                  EOF on fd 4 | runner exits
+//	  |                                  EOF on fd 4 | runner exits, or, pooled,
+//	  |                                              | waits for its next execution
+//	  |                                              | (handoff.go)
 //
 // An optional fd 6 (argv[2] "stage-fd=6") is the in-sandbox stage binary (cmd/srt-mcp-stage, a
 // sealed memory file the server made once): the runner gives it to bwrap

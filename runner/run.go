@@ -61,14 +61,15 @@ type Run struct {
 	sink  func(Event)
 	start time.Time
 
-	mu        sync.Mutex
-	seq       uint64
-	stdin     io.WriteCloser // pipe write end or PTY master; nil when none
-	ptmx      *os.File
-	exited    bool
-	reason    string // "", EventTimeout or EventCancelled
-	killTimer *time.Timer
-	truncated []string
+	mu           sync.Mutex
+	seq          uint64
+	stdin        io.WriteCloser // pipe write end or PTY master; nil when none
+	ptmx         *os.File
+	exited       bool
+	reason       string // "", EventTimeout or EventCancelled
+	killTimer    *time.Timer
+	timeoutTimer *time.Timer
+	truncated    []string
 
 	proc   sandboxProc
 	egress io.Closer
@@ -332,7 +333,10 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 	}
 	r.emit(Event{Type: EventReady})
 	if t := s.Policy.Limits.Timeout.Std(); t > 0 {
-		time.AfterFunc(t-time.Since(r.start), func() { r.stop(EventTimeout, false) })
+		timer := time.AfterFunc(t-time.Since(r.start), func() { r.stop(EventTimeout, false) })
+		r.mu.Lock()
+		r.timeoutTimer = timer // stopped when the run ends: a pooled runner lives on
+		r.mu.Unlock()
 	}
 
 	var wg sync.WaitGroup
@@ -464,6 +468,9 @@ func (r *Run) finish(e Event) {
 	r.exited = true
 	if r.killTimer != nil {
 		r.killTimer.Stop()
+	}
+	if r.timeoutTimer != nil {
+		r.timeoutTimer.Stop()
 	}
 	stdin := r.stdin
 	r.stdin = nil

@@ -377,17 +377,52 @@ func TestPool(t *testing.T) {
 		}
 	}
 	waitIdle(1)
+	// One runner serves the runs one after another, and each sandbox sees
+	// the same descriptors: nothing of an earlier run reaches a later one.
+	var pids []int
+	fdsSeen := ""
 	for i := 0; i < 3; i++ {
 		var c collector
-		h, err := p.Start(testSpec(t, "/bin/sh", "-c", fmt.Sprintf("echo run%d", i)), c.sink)
+		h, err := p.Start(testSpec(t, "/bin/sh", "-c", fmt.Sprintf("echo run%d; ls /proc/self/fd | tr '\\n' ' ' >&2", i)), c.sink)
 		if err != nil {
 			t.Fatal(err)
 		}
+		pids = append(pids, h.Pid())
 		h.Wait()
-		out, _, end := c.check(t)
+		out, errOut, end := c.check(t)
 		if end.Type != EventExit || end.ExitCode != 0 || out != fmt.Sprintf("run%d\n", i) {
-			t.Fatalf("run %d: %q %+v", i, out, end)
+			t.Fatalf("run %d: %q %q %+v", i, out, errOut, end)
 		}
+		if i == 0 {
+			fdsSeen = errOut
+		} else if errOut != fdsSeen {
+			t.Fatalf("run %d's sandbox has fds %q, the first had %q", i, errOut, fdsSeen)
+		}
+		waitIdle(1)
+	}
+	if pids[0] != pids[1] || pids[1] != pids[2] {
+		t.Fatalf("the pooled runner was not reused: runner pids %v", pids)
+	}
+	// A run whose runner is killed: that runner is not reused.
+	{
+		var c collector
+		h, err := p.Start(testSpec(t, "/bin/sleep", "30"), c.sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		killed := h.Pid()
+		h.Kill()
+		h.Wait()
+		waitIdle(1)
+		var c2 collector
+		h2, err := p.Start(testSpec(t, "/bin/true"), c2.sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h2.Pid() == killed {
+			t.Fatal("a killed runner went back to the pool")
+		}
+		h2.Wait()
 		waitIdle(1)
 	}
 	// A waiting runner killed by someone: the next start does not use it.
