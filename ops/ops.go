@@ -31,10 +31,11 @@ type Ops struct {
 	proxied   *prometheus.CounterVec
 	svc       *service.Service
 
-	mu   sync.Mutex // the readiness cache
-	at   time.Time
-	ok   bool
-	body map[string]any
+	mu          sync.Mutex // the readiness cache, and the runner pool's gauge
+	at          time.Time
+	ok          bool
+	body        map[string]any
+	runnersIdle func() int
 }
 
 // New makes the metrics; Bind connects them to the service once it exists
@@ -71,6 +72,16 @@ func (o *Ops) Bind(svc *service.Service) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "srtmcp_retained_output_bytes", Help: "Bytes of output the finished and running executions hold (bounded by --retained-output)."},
 			func() float64 { return float64(svc.Manager().RetainedBytes()) }),
 	)
+}
+
+// BindRunners adds the runner pool's gauge: runners waiting for an
+// execution (also in /healthz as runners_idle).
+func (o *Ops) BindRunners(idle func() int) {
+	o.mu.Lock()
+	o.runnersIdle = idle
+	o.mu.Unlock()
+	o.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "srtmcp_runners_idle", Help: "Runner processes waiting for an execution (--runner-pool)."},
+		func() float64 { return float64(idle()) }))
 }
 
 // Observe records an execution when it ends.
@@ -145,7 +156,14 @@ func (o *Ops) Readyz() http.Handler {
 // Healthz serves the liveness probe: the process answers.
 func (o *Ops) Healthz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "running_executions": o.svc.Manager().Running(), "warm_pool_ready": o.svc.WarmReady()})
+		body := map[string]any{"status": "ok", "running_executions": o.svc.Manager().Running(), "warm_pool_ready": o.svc.WarmReady()}
+		o.mu.Lock()
+		idle := o.runnersIdle
+		o.mu.Unlock()
+		if idle != nil {
+			body["runners_idle"] = idle()
+		}
+		writeJSON(w, http.StatusOK, body)
 	})
 }
 

@@ -18,8 +18,9 @@ import (
 type Process struct {
 	cmd  *exec.Cmd
 	sink func(Event)
-	// from and pool are set for a pooled runner that serves one execution
-	// after another: once this execution ended cleanly, from goes back.
+	// pool is the Pool that started it; from is set when its runner serves
+	// one execution after another: once this one ended cleanly, it goes
+	// back to the pool.
 	from *spawned
 	pool *Pool
 
@@ -30,6 +31,9 @@ type Process struct {
 	stdinC   bool
 	killed   bool // Kill was called: the runner is not reused
 	released bool // the runner went back to the pool: Kill no longer applies
+
+	soonTimer *time.Timer // see Pool: the execution counts as returning soon
+	soonDone  bool
 }
 
 // StartProcess re-executes the srt-mcp binary in runner mode and hands it
@@ -200,8 +204,9 @@ func (r *spawned) rearm() error {
 // not nil gets the runner back when the execution ended cleanly.
 func (r *spawned) run(body []byte, sink func(Event), pool *Pool) *Process {
 	p := &Process{cmd: r.cmd, sink: sink, ctl: r.ctlW, done: make(chan struct{})}
+	p.pool = pool
 	if pool != nil && r.hand != nil {
-		p.from, p.pool = r, pool
+		p.from = r
 	}
 	r.runs++
 	specW, evR := r.specW, r.evR
@@ -237,10 +242,12 @@ func (r *spawned) alive() bool { return processAlive(r.cmd.Process.Pid) }
 // cleanly: a runner serves one execution after another (handoff.go), so
 // the CPU of starting a process is paid once per runner, not per run.
 //
-// It holds at least size idle runners while executions come one at a
-// time; after a burst it keeps what came back (up to maxIdleRunners) for
-// idleRunnerTTL, so that the next burst finds them, then lets the extra
-// ones go.
+// It keeps size runners idle, counting those of executions that started
+// within returnSoon (they are about to come back: a sequential caller then
+// never waits for a start, and no runner is started per execution); an
+// execution that runs longer (a kernel) stops counting. After a burst it
+// keeps what came back (up to maxIdleRunners) for idleRunnerTTL, so that
+// the next burst finds them, then lets the extra ones go.
 type Pool struct {
 	binary, stage string
 	size          int
@@ -248,13 +255,14 @@ type Pool struct {
 	mu      sync.Mutex
 	idle    []*spawned
 	filling int
-	busy    int // runners serving one of this pool's executions
+	soon    int // runners of executions started within returnSoon
 	closed  bool
 }
 
 const (
 	maxIdleRunners = 32
-	idleRunnerTTL  = 30 * time.Second
+	idleRunnerTTL  = 10 * time.Second
+	returnSoon     = 2 * time.Second
 )
 
 // NewPool keeps size runners of binary ("": this executable) waiting; size
@@ -283,7 +291,7 @@ func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 			r = nil
 		}
 	}
-	p.busy++
+	p.soon++
 	p.mu.Unlock()
 	if r != nil && r.runs > 0 {
 		if err := r.rearm(); err != nil {
@@ -294,11 +302,57 @@ func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 	p.refill()
 	if r == nil {
 		if r, err = spawnRunner(p.binary, p.stage, p.size > 0); err != nil {
-			p.done(nil)
+			p.mu.Lock()
+			p.soon--
+			p.mu.Unlock()
+			p.refill()
 			return nil, err
 		}
 	}
-	return r.run(body, sink, p), nil
+	h := r.run(body, sink, p)
+	t := time.AfterFunc(returnSoon, h.notSoon)
+	h.mu.Lock()
+	h.soonTimer = t
+	h.mu.Unlock()
+	return h, nil
+}
+
+// endSoon stops counting the execution as returning soon, when it still did.
+func (p *Process) endSoon() {
+	p.mu.Lock()
+	counted := !p.soonDone
+	p.soonDone = true
+	t := p.soonTimer
+	p.mu.Unlock()
+	if t != nil {
+		t.Stop()
+	}
+	if counted {
+		p.pool.mu.Lock()
+		p.pool.soon--
+		p.pool.mu.Unlock()
+	}
+}
+
+// notSoon: the execution runs long; its runner no longer counts as idle.
+func (p *Process) notSoon() {
+	p.mu.Lock()
+	counted := !p.soonDone
+	p.soonDone = true
+	p.mu.Unlock()
+	if counted {
+		p.pool.mu.Lock()
+		p.pool.soon--
+		p.pool.mu.Unlock()
+		p.pool.refill()
+	}
+}
+
+// Idle is the number of runners waiting for an execution.
+func (p *Pool) Idle() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
 }
 
 // done takes back a runner whose execution ended (nil: it is gone) and
@@ -306,7 +360,6 @@ func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 // its share.
 func (p *Pool) done(r *spawned) {
 	p.mu.Lock()
-	p.busy--
 	keep := r != nil && !p.closed && p.size > 0 && len(p.idle) < maxIdleRunners && r.runs < maxRunsPerRunner && r.alive()
 	if keep {
 		r.idleSince = time.Now()
@@ -342,7 +395,7 @@ func (p *Pool) trim() {
 func (p *Pool) refill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for !p.closed && len(p.idle)+p.filling+p.busy < p.size {
+	for !p.closed && len(p.idle)+p.filling+p.soon < p.size {
 		p.filling++
 		go func() {
 			r, err := spawnRunner(p.binary, p.stage, true)
@@ -401,7 +454,7 @@ func (p *Process) readEvents(r *os.File) {
 	if bad == "" && sc.Err() != nil {
 		bad = "reading the runner's events: " + sc.Err().Error()
 	}
-	if bad == "" && p.pool != nil && p.term != nil {
+	if bad == "" && p.from != nil && p.term != nil {
 		// A pooled runner closes the events pipe right after the terminal
 		// event; anything else on it is a broken stream.
 		if sc.Scan() {
@@ -413,6 +466,7 @@ func (p *Process) readEvents(r *os.File) {
 			p.ctl.Close()
 			p.mu.Unlock()
 			if reuse {
+				p.endSoon()
 				p.pool.done(p.from)
 				close(p.done)
 				return
@@ -426,6 +480,7 @@ func (p *Process) readEvents(r *os.File) {
 	}
 	_ = p.cmd.Wait()
 	if p.pool != nil {
+		p.endSoon()
 		p.pool.done(nil)
 	}
 	p.mu.Lock()

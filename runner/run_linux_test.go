@@ -482,3 +482,38 @@ func TestPoolStage(t *testing.T) {
 		t.Fatalf("%q %+v", out, end)
 	}
 }
+
+// --runner-pool 0: no runner waits and none is reused (a process per
+// execution), and none is left when the executions ended.
+func TestPoolSizeZero(t *testing.T) {
+	requireBwrap(t)
+	p := NewPool("", "", 0)
+	defer p.Close()
+	var pids []int
+	for i := 0; i < 2; i++ {
+		var c collector
+		h, err := p.Start(testSpec(t, "/bin/true"), c.sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, h.Pid())
+		if end := h.Wait(); end.Type != EventExit || end.ExitCode != 0 {
+			t.Fatalf("%+v", end)
+		}
+	}
+	if pids[0] == pids[1] {
+		t.Fatalf("a pool of size 0 reused runner %d", pids[0])
+	}
+	time.Sleep(100 * time.Millisecond)
+	p.mu.Lock()
+	idle, soon := len(p.idle), p.soon
+	p.mu.Unlock()
+	if idle != 0 || soon != 0 {
+		t.Fatalf("a pool of size 0 holds %d idle runners, counts %d returning", idle, soon)
+	}
+	for _, pid := range pids {
+		if processAlive(pid) {
+			t.Errorf("runner %d still runs", pid)
+		}
+	}
+}

@@ -74,7 +74,11 @@ func runLoadBench(c *cli.Context) error {
 			s = sample(pid, base)
 			ready, _ := h["warm_pool_ready"].(float64)
 			running, _ := h["running_executions"].(float64)
-			if (ready >= 2 && running == 0 && want(s)) || time.Now().After(deadline) {
+			// The runner pool at rest: its default two waiting (after a
+			// burst it keeps more for a few seconds).
+			idle, ok := h["runners_idle"].(float64)
+			rest := !ok || idle == 2
+			if (ready >= 2 && running == 0 && rest && want(s)) || time.Now().After(deadline) {
 				return s
 			}
 			time.Sleep(250 * time.Millisecond)

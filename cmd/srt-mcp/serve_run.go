@@ -217,6 +217,7 @@ func runServe(c *cli.Context) error {
 		signer = &downloads.Signer{Secret: secret, BaseURL: baseURL, TTL: c.Duration("download-ttl")}
 	}
 	metrics := ops.New()
+	metrics.BindRunners(pool.Idle)
 	svc := service.New(service.Config{
 		Ceiling: ceiling, DefaultTimeout: def, Home: home, Logger: logger, Hide: []string{stateDir},
 		Sessions: sessions, Backend: backend, Python: c.String("python"), Node: c.String("node"),
