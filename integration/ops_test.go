@@ -31,6 +31,7 @@ func TestOpsMetricsAndReadyz(t *testing.T) {
 		`srtmcp_output_bytes_total{stream="stdout"}`,
 		`srtmcp_sessions_active 1`,
 		`srtmcp_warm_pool_ready 0`,
+		`srtmcp_runners_idle `,
 		`srtmcp_executions_running `, // the server's own start-up work may still run
 		`go_goroutines`,
 	}
