@@ -199,7 +199,6 @@ func (r *spawned) rearm() error {
 	return nil
 }
 
-// run hands the runner its spec and follows its events.
 // run hands the runner its spec and follows its events; a pool that is
 // not nil gets the runner back when the execution ended cleanly.
 func (r *spawned) run(body []byte, sink func(Event), pool *Pool) *Process {
@@ -317,33 +316,36 @@ func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 	return h, nil
 }
 
-// endSoon stops counting the execution as returning soon, when it still did.
-func (p *Process) endSoon() {
+// uncount stops counting the execution's runner as about to come back;
+// false when it no longer counted.
+func (p *Process) uncount() bool {
 	p.mu.Lock()
 	counted := !p.soonDone
 	p.soonDone = true
+	p.mu.Unlock()
+	if counted {
+		p.pool.mu.Lock()
+		p.pool.soon--
+		p.pool.mu.Unlock()
+	}
+	return counted
+}
+
+// endSoon: the execution ended; its runner is back or gone (the caller
+// then tells the pool, which refills).
+func (p *Process) endSoon() {
+	p.mu.Lock()
 	t := p.soonTimer
 	p.mu.Unlock()
 	if t != nil {
 		t.Stop()
 	}
-	if counted {
-		p.pool.mu.Lock()
-		p.pool.soon--
-		p.pool.mu.Unlock()
-	}
+	p.uncount()
 }
 
 // notSoon: the execution runs long; its runner no longer counts as idle.
 func (p *Process) notSoon() {
-	p.mu.Lock()
-	counted := !p.soonDone
-	p.soonDone = true
-	p.mu.Unlock()
-	if counted {
-		p.pool.mu.Lock()
-		p.pool.soon--
-		p.pool.mu.Unlock()
+	if p.uncount() {
 		p.pool.refill()
 	}
 }

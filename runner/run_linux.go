@@ -68,7 +68,8 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		return nil, errorf(ErrCodeUnavailable, "bubblewrap (bwrap) is not installed; install it with: apt-get install -y bubblewrap")
 	}
 	// As root, the sandbox's cgroup is made (and the kernel's grace period
-	// for moving into it started) while bwrap starts: see cgroupPrep.
+	// for moving into it started) while bwrap starts: see cgroupPrep. Every
+	// return before the sandbox is handed over removes it here.
 	prep := prepareCgroup(r.spec.ID, r.spec.Policy.Limits)
 	launched := false
 	defer func() {
@@ -264,12 +265,6 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	abort := func(e *Error) (sandboxProc, error) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		select {
-		case res := <-cgCh:
-			res.cg.remove()
-		default:
-		}
-		p.cgroup.remove()
 		conn.close()
 		<-diagDone
 		if d := strings.TrimSpace(p.diag.String()); d != "" {
@@ -362,7 +357,6 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		}
 		_ = cmd.Wait()
 		<-diagDone
-		p.cgroup.remove()
 		return nil, &Error{Code: em.Code, Message: em.Message}
 	}
 
