@@ -644,8 +644,13 @@ func testDataTTLAndRestart(t *testing.T, backend []string) {
 	if ents, _ := filepath.Glob(leftover); len(ents) != 0 {
 		t.Fatalf("the next server did not remove the leftovers: %v", ents)
 	}
-	if !strings.Contains(s2.logs.String(), "removed the workspaces a previous server left behind") {
-		t.Errorf("start-up cleanup not logged: %s", s2.logs.String())
+	// The cleanup runs in the background and logs once it is done: the
+	// leftovers can be gone a moment before the line is written.
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(s2.logs.String(), "removed the workspaces a previous server left behind"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("start-up cleanup not logged: %s", s2.logs.String())
+			break
+		}
 	}
 	c2 := connect(t, s2.url)
 	if v, isErr := callTool(t, c2, "list_artifacts", map[string]any{"session_id": old}); !isErr || v["error"] != "session_not_found" {
