@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -47,7 +48,7 @@ func mcpClients(t *testing.T) string {
 type mcpServer struct {
 	url  string
 	cmd  *exec.Cmd
-	logs *bytes.Buffer
+	logs *logBuffer
 }
 
 func freePort(t *testing.T) int {
@@ -73,7 +74,7 @@ func startServe(t *testing.T, extra ...string) *mcpServer {
 	}
 	cmd := exec.Command(nwBin(t), args...)
 	cmd.Env = append(os.Environ(), "HOME="+home)
-	logs := &bytes.Buffer{}
+	logs := &logBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -304,4 +305,23 @@ func TestMCPSessionlessCancelCannotHitOthers(t *testing.T) {
 	if !strings.Contains(out, "finished") || !strings.Contains(out, `"status":"completed"`) {
 		t.Fatalf("another client's sessionless cancel reached the call: %s", out)
 	}
+}
+
+// logBuffer is a server's output, written by os/exec's copying goroutine
+// while a test reads it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
