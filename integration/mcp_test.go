@@ -21,6 +21,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -324,4 +326,57 @@ func (b *logBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// A simple command runs without bash (runner.Spec.Direct), as bash -c
+// would have run it: the program sees the environment bash would have
+// given it, and a missing program still gets bash's own error and 127.
+func TestCommandWithoutShell(t *testing.T) {
+	s := startServe(t, "--backend", "native")
+	cs := goSDK(t, s.url, "")
+	run := func(cmd string) (string, string, float64) {
+		t.Helper()
+		v, isErr, text := sdkCall(t, cs, "execute_code", map[string]any{"command": cmd})
+		if isErr {
+			t.Fatalf("%s: %s", cmd, text)
+		}
+		var out, errs strings.Builder
+		evs, _ := v["output"].([]any)
+		for _, e := range evs {
+			m, _ := e.(map[string]any)
+			d, _ := m["data"].(string)
+			switch m["type"] {
+			case "stdout":
+				out.WriteString(d)
+			case "stderr":
+				errs.WriteString(d)
+			}
+		}
+		code, _ := v["exit_code"].(float64)
+		return out.String(), errs.String(), code
+	}
+	token := regexp.MustCompile(`srt:[0-9a-f]+@`) // each execution's proxy token
+	lines := func(s string) []string {
+		l := strings.Split(strings.TrimSpace(token.ReplaceAllString(s, "srt:TOKEN@")), "\n")
+		sort.Strings(l)
+		return l
+	}
+	direct, _, _ := run("env")
+	viaBash, _, _ := run("env; true") // a list: bash runs it, forking env (SHLVL one higher)
+	want := strings.Replace(strings.Join(lines(viaBash), "\n"), "SHLVL=1", "SHLVL=0", 1)
+	if got := strings.Join(lines(direct), "\n"); got != want {
+		t.Errorf("env without the shell:\n%s\nwant bash's (SHLVL as when bash execs it):\n%s", got, want)
+	}
+	// And it ran without bash: the order is the runner's (sorted, then
+	// what bash would add), not bash's own.
+	if l := strings.Split(strings.TrimSpace(direct), "\n"); len(l) < 4 || !sort.StringsAreSorted(l[:len(l)-3]) ||
+		!strings.HasPrefix(l[len(l)-3], "PWD=") || l[len(l)-2] != "SHLVL=0" || l[len(l)-1] != "_=/usr/bin/env" {
+		t.Errorf("env was not run directly (its environment is in bash's order): %s", direct)
+	}
+	if !strings.Contains(direct, "SHLVL=0\n") || !strings.Contains(direct, "_=/usr/bin/env\n") || !strings.Contains(direct, "PWD=/") {
+		t.Errorf("env lacks what bash adds: %s", direct)
+	}
+	if out, errs, code := run("no-such-program-srt --x"); code != 127 || out != "" || !strings.Contains(errs, "no-such-program-srt: command not found") {
+		t.Errorf("a missing program: exit %v stdout %q stderr %q; want bash's error and 127", code, out, errs)
+	}
 }

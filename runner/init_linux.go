@@ -143,9 +143,26 @@ func execMain() int {
 		}
 		keep = 4
 	}
+	// A simple shell command runs without its shell (Spec.Direct): the
+	// program bash would exec, as bash would exec it.
+	directPath, directEnv := "", []string(nil)
+	if len(cfg.Direct) > 0 {
+		if p, _, err := lookPath(cfg.Direct[0], envValue(cfg.Env, "PATH")); err == nil {
+			if wd, err := unix.Getwd(); err == nil {
+				if env, ok := bashEnviron(cfg.Env, wd, p); ok {
+					directPath, directEnv = p, env
+				}
+			}
+		}
+	}
 	_ = unix.CloseRange(uint(keep), ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	if err := installSeccomp(); err != nil {
 		return failExec(ErrCodeSandboxFailed, 125, "seccomp: %v", err)
+	}
+	if directPath != "" {
+		// On failure (a script without #!, say) the shell runs the
+		// command and does what bash does with it.
+		_ = unix.Exec(directPath, cfg.Direct, directEnv)
 	}
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
 	code, rc := ErrCodeExecFailed, 126

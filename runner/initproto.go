@@ -56,6 +56,7 @@ type initMsg struct {
 // initConfig is what the exec stage needs to start the command.
 type initConfig struct {
 	Argv   []string `json:"argv"`
+	Direct []string `json:"direct,omitempty"` // Spec.Direct
 	Env    []string `json:"env"`
 	Cwd    string   `json:"cwd"`
 	PTY    bool     `json:"pty,omitempty"`

@@ -72,6 +72,15 @@ type Spec struct {
 	// Argv is the command and its arguments; Argv[0] is looked up in the
 	// sandbox's PATH when it has no slash.
 	Argv []string `json:"argv"`
+	// Direct, when set, is Argv's shell command ([bash, "-c", command]) as
+	// the words SimpleCommand split it into: a command bash would run by
+	// exec'ing one program in place of itself. On Linux the exec stage
+	// then runs that program itself, in the environment bash would give it
+	// (PWD, SHLVL, _), and runs Argv instead when the program is not found
+	// or cannot be executed, or the environment would change what bash
+	// does (BASH_ENV, exported functions, ...): the shell then runs, or
+	// reports the error, as it always does. Elsewhere Argv runs.
+	Direct []string `json:"direct,omitempty"`
 	// Cwd is the absolute host path the command starts in. It is visible in
 	// the sandbox at the same path (read-only unless allow_write covers it).
 	Cwd string `json:"cwd"`

@@ -153,6 +153,11 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 			return errorf(ErrCodeInvalidSpec, "argv[%d] contains a NUL byte", i)
 		}
 	}
+	for i, a := range s.Direct {
+		if strings.IndexByte(a, 0) >= 0 || i == 0 && a == "" {
+			return errorf(ErrCodeInvalidSpec, "direct[%d] is empty or contains a NUL byte", i)
+		}
+	}
 	if !filepath.IsAbs(s.Cwd) {
 		return errorf(ErrCodeInvalidCwd, "working directory %q must be an absolute path", s.Cwd)
 	}
@@ -278,6 +283,7 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 	}
 	cfg := &initConfig{
 		Argv:   s.Argv,
+		Direct: s.Direct,
 		Env:    sandboxEnv(s, token),
 		Proxy:  opts.Egress != nil,
 		Cwd:    plan.Cwd,

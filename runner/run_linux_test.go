@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -516,4 +517,67 @@ func TestPoolSizeZero(t *testing.T) {
 			t.Errorf("runner %d still runs", pid)
 		}
 	}
+}
+
+// Spec.Direct: a simple command runs without its shell, in the environment
+// bash would have given it; a program that is not found or cannot be
+// executed, or an environment bash would act on, leaves it to the shell.
+func TestRunDirect(t *testing.T) {
+	both(t, func(t *testing.T, start func(Spec, func(Event)) Handle) {
+		run := func(s Spec) (string, string, Event) {
+			t.Helper()
+			var c collector
+			h := start(s, c.sink)
+			h.Wait()
+			return c.check(t)
+		}
+		dir := reachableDir(t)
+		shell := filepath.Join(dir, "shell")
+		if err := os.WriteFile(shell, []byte("#!/bin/sh\necho shell-ran\nexec /bin/bash \"$@\"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "noshebang"), []byte("echo script-ran\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		spec := func(cmd string, bash bool) Spec {
+			s := testSpec(t, shell, "-c", cmd)
+			s.Cwd = dir
+			if bash {
+				s.Argv[0] = "/bin/bash"
+			} else if w, ok := SimpleCommand(cmd); ok {
+				s.Direct = w
+			} else {
+				t.Fatalf("%q is not a simple command", cmd)
+			}
+			return s
+		}
+		sorted := func(s string) string {
+			l := strings.Split(strings.TrimSpace(s), "\n")
+			sort.Strings(l)
+			return strings.Join(l, "\n")
+		}
+
+		direct, _, end := run(spec("env", false))
+		if end.Type != EventExit || end.ExitCode != 0 || strings.Contains(direct, "shell-ran") {
+			t.Fatalf("env ran by the shell or failed: %+v\n%s", end, direct)
+		}
+		viaBash, _, _ := run(spec("env", true))
+		if sorted(direct) != sorted(viaBash) {
+			t.Errorf("the environment differs from bash's:\ndirect:\n%s\nbash -c:\n%s", sorted(direct), sorted(viaBash))
+		}
+
+		out, errs, end := run(spec("no-such-program-srt", false))
+		if end.Type != EventExit || end.ExitCode != 127 || out != "shell-ran\n" || !strings.Contains(errs, "no-such-program-srt: command not found") {
+			t.Errorf("a missing program: %+v stdout %q stderr %q; want the shell's own error", end, out, errs)
+		}
+		out, _, end = run(spec("./noshebang", false))
+		if end.Type != EventExit || end.ExitCode != 0 || out != "shell-ran\nscript-ran\n" {
+			t.Errorf("a script without #!: %+v stdout %q; want the shell to run it", end, out)
+		}
+		s := spec("env", false)
+		s.Env = map[string]string{"BASH_ENV": "/dev/null"}
+		if out, _, _ = run(s); !strings.HasPrefix(out, "shell-ran\n") {
+			t.Errorf("with BASH_ENV set the shell must run the command: %q", out)
+		}
+	})
 }

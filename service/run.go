@@ -691,9 +691,14 @@ func (s *Service) CommandSpec(a CommandArgs) (runner.Spec, error) {
 	for _, w := range ceiling.Filesystem.AllowWrite {
 		ceil.Write = append(ceil.Write, policy.ExpandPath(w, cwd, s.cfg.Home))
 	}
+	var direct []string
+	if path.Base(s.cfg.Shell) == "bash" {
+		direct, _ = runner.SimpleCommand(a.Command)
+	}
 	return runner.Spec{
 		Version:    runner.SpecVersion,
 		Argv:       []string{s.cfg.Shell, "-c", a.Command},
+		Direct:     direct,
 		Cwd:        cwd,
 		Home:       s.cfg.Home,
 		Env:        a.Env,
