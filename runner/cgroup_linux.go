@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -256,15 +257,38 @@ func (c *sandboxCgroup) contains(pid int) bool {
 	return true
 }
 
-// remove deletes the cgroup directories if the kernel has already let go
-// of the last process. A dying pid namespace can take a moment; rather than
-// wait for it, whatever is left is swept by the next newSandboxCgroup.
+// remove deletes the cgroup directories. Right after bwrap's exit the
+// kernel often still counts the sandbox's last processes in (rmdir says
+// EBUSY with cgroup.procs already empty; measured: free 1–3 ms later), so
+// those are retried in the background, off the run's path, while the
+// runner lives; a pooled runner lives on. What a runner leaves when it
+// exits first (or crashes) is for sweepStale.
 func (c *sandboxCgroup) remove() {
 	if c == nil {
 		return
 	}
+	var busy []string
 	for _, dir := range c.dirs {
-		_ = os.Remove(dir)
+		if err := os.Remove(dir); errors.Is(err, unix.EBUSY) {
+			busy = append(busy, dir)
+		}
+	}
+	if len(busy) > 0 {
+		go removeWhenFree(busy)
+	}
+}
+
+// removeWhenFree retries rmdir of dirs for up to about four seconds.
+func removeWhenFree(dirs []string) {
+	for wait := time.Millisecond; len(dirs) > 0 && wait < 4*time.Second; wait *= 2 {
+		time.Sleep(wait)
+		left := dirs[:0]
+		for _, dir := range dirs {
+			if err := os.Remove(dir); errors.Is(err, unix.EBUSY) {
+				left = append(left, dir)
+			}
+		}
+		dirs = left
 	}
 }
 
