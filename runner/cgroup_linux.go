@@ -24,8 +24,10 @@ import (
 // as uid 0. So when srt-mcp runs as root it also puts the whole sandbox in a
 // cgroup of its own (v2, or v1's pids and memory hierarchies): pids.max
 // bounds the processes and the memory limit bounds the sandbox's total, not
-// just each process. The processes are moved in while the exec stage waits
-// for the runner's go, so nothing of the command runs outside it.
+// just each process. Nothing of the command runs outside it: on cgroup v1
+// the exec stage moves its own thread in (selfMove below) after the
+// runner's go and before it execs the command; on v2 the runner moves the
+// sandbox's PID 1 in, and the exec stage it forks inherits the cgroup.
 
 const cgroupRoot = "/sys/fs/cgroup"
 
@@ -33,6 +35,9 @@ const cgroupRoot = "/sys/fs/cgroup"
 // hierarchy for v1).
 type sandboxCgroup struct {
 	dirs []string
+	// selfMove (cgroup v1): the exec stage moves itself in, through the
+	// tasks files the runner opens (tasksFiles).
+	selfMove bool
 }
 
 // CgroupMode reports the mechanism runs get on this host: "v2", "v1", or
@@ -106,6 +111,7 @@ func newSandboxCgroup(id string, l policy.Limits) (*sandboxCgroup, error) {
 			_ = write(dir, "memory.swap.max", "0")
 		}
 	case "v1":
+		c.selfMove = true
 		if l.MaxProcesses > 0 {
 			dir := filepath.Join(cgroupRoot, "pids", "srt-mcp", name)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -138,14 +144,17 @@ func newSandboxCgroup(id string, l policy.Limits) (*sandboxCgroup, error) {
 
 // cgroupPrep is a sandbox's cgroup being made while bwrap starts.
 //
-// Moving a task between cgroups takes cgroup_threadgroup_rwsem for writing,
-// which waits for an RCU grace period unless another move happened within
-// the last one: 6–15 ms on this project's machines, measured, for the first
-// move after an idle spell, ~20 µs for the next. So the preparation also
-// makes a move that changes nothing (the runner into the cgroup it is
-// already in) as soon as the run starts: the grace period then runs while
-// bwrap builds the sandbox, and moving the sandbox's PID 1 in, once bwrap
-// names it, no longer waits for one of its own.
+// Moving a process between cgroups takes cgroup_threadgroup_rwsem for
+// writing, which waits for an RCU grace period unless another move happened
+// within the last one: 5–20 ms on this project's machines, measured, for the
+// first move after an idle spell, ~20 µs for the next. The one move that
+// skips that lock is a thread moving itself alone (pid 0 written to a v1
+// tasks file): that is how the exec stage joins a v1 cgroup (selfMove).
+// For v2, where a thread cannot leave its process's cgroup alone, the
+// preparation makes a move that changes nothing (the runner into the cgroup
+// it is already in) as soon as the run starts: the grace period then runs
+// while bwrap builds the sandbox, and moving the sandbox's PID 1 in, once
+// bwrap names it, waits for what is left of it.
 type cgroupPrep struct {
 	done chan struct{}
 	cg   *sandboxCgroup
@@ -163,7 +172,7 @@ func prepareCgroup(id string, l policy.Limits) *cgroupPrep {
 	p := &cgroupPrep{done: make(chan struct{})}
 	go func() {
 		p.cg, p.err = newSandboxCgroup(fmt.Sprintf("%s-%d-%d", id, os.Getpid(), prepSeq.Add(1)), l)
-		if p.err == nil {
+		if p.err == nil && p.cg != nil && !p.cg.selfMove {
 			warmCgroupMoves()
 		}
 		close(p.done)
@@ -229,6 +238,44 @@ func warmCgroupMoves() {
 		_ = os.WriteFile(procs, []byte(pid), 0o644)
 		return
 	}
+}
+
+// selfMoves is the number of tasks files newSandboxCgroup(l) gives the
+// exec stage to move itself through: one per v1 hierarchy it makes, 0 on v2
+// or without cgroups.
+func selfMoves(l policy.Limits) int {
+	if CgroupMode() != "v1" {
+		return 0
+	}
+	n := 0
+	if l.MaxProcesses > 0 {
+		n++
+	}
+	if l.MaxMemoryBytes > 0 {
+		if _, err := os.Stat(filepath.Join(cgroupRoot, "memory", "cgroup.procs")); err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// tasksFiles opens each v1 directory's tasks file for writing, for the exec
+// stage: writing 0 there moves the writing thread alone, without the
+// global lock a process move takes. The kernel checks the opener's
+// credentials (root's), so the sandbox user's stage may use them.
+func (c *sandboxCgroup) tasksFiles() ([]*os.File, error) {
+	var fs []*os.File
+	for _, dir := range c.dirs {
+		f, err := os.OpenFile(filepath.Join(dir, "tasks"), os.O_WRONLY, 0)
+		if err != nil {
+			for _, f := range fs {
+				f.Close()
+			}
+			return nil, err
+		}
+		fs = append(fs, f)
+	}
+	return fs, nil
 }
 
 // add moves pids into the cgroup.

@@ -119,3 +119,38 @@ func TestCgroupRemovedAfterRun(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestCgroupHoldsTheCommand: as root, the command and what it starts are
+// in the run's cgroups (on v1 the exec stage moved its own thread in before
+// exec), so the process limit holds although uid 0 ignores RLIMIT_NPROC.
+func TestCgroupHoldsTheCommand(t *testing.T) {
+	if CgroupMode() == "" {
+		t.Skip("needs root and a writable cgroup hierarchy")
+	}
+	both(t, func(t *testing.T, start func(Spec, func(Event)) Handle) {
+		var c collector
+		s := testSpec(t, "/bin/sh", "-c", `grep -E ':(pids|memory):' /proc/self/cgroup; sh -c 'grep :pids: /proc/self/cgroup'
+			for i in $(seq 60); do sleep 5 & done; kill $(jobs -p) 2>/dev/null; true`)
+		s.ID = fmt.Sprintf("holds-%d", os.Getpid())
+		s.Policy.Limits.MaxProcesses = 10
+		h := start(s, c.sink)
+		h.Wait()
+		out, errs, end := c.check(t)
+		if end.Type != EventExit {
+			t.Fatalf("%+v %s", end, errs)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		want := 2 // pids and memory (v1), or the one v2 line
+		if CgroupMode() == "v2" {
+			want = 1
+		}
+		for _, l := range lines[:want+1] {
+			if !strings.Contains(l, "/srt-mcp-"+s.ID+"-") {
+				t.Errorf("the command or its child is outside the run's cgroup: %q\n%s", l, out)
+			}
+		}
+		if !strings.Contains(errs, "fork") && !strings.Contains(errs, "Resource temporarily unavailable") {
+			t.Errorf("60 processes started under a limit of 10: stderr %q", errs)
+		}
+	})
+}

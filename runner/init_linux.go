@@ -84,7 +84,8 @@ func execMain() int {
 	for _, f := range handOut {
 		f.Close()
 	}
-	if m, _, err := conn.recv(); err != nil || m.T != initMsgGo {
+	m, tasks, err := conn.recv()
+	if err != nil || m.T != initMsgGo {
 		return 125 // the runner refused the sandbox or went away
 	}
 	_ = unix.Close(fdInit)
@@ -94,6 +95,11 @@ func execMain() int {
 		b, _ := json.Marshal(initMsg{T: initMsgError, Code: code, Message: fmt.Sprintf(format, args...)})
 		_, _ = statusW.Write(b)
 		return rc
+	}
+	// As root on cgroup v1: this thread, which execs the command, joins the
+	// sandbox's cgroups by itself (no global lock: see cgroupPrep).
+	if err := joinCgroups(tasks, cfg.CgroupTasks); err != nil {
+		return failExec(ErrCodeLimitUnenforced, 125, "%v", err)
 	}
 	if tty != nil {
 		cfg.Stdio = [3]int{int(tty.Fd()), int(tty.Fd()), int(tty.Fd())}
@@ -172,6 +178,26 @@ func execMain() int {
 		code = ErrCodeNotExecutable
 	}
 	return failExec(code, rc, "cannot execute %s: %v", cfg.Argv[0], err)
+}
+
+// joinCgroups writes 0 to each tasks file, moving the calling thread (the
+// exec stage is locked to it) into each cgroup, and closes them; want is
+// the number the configuration announced.
+func joinCgroups(tasks []*os.File, want int) error {
+	defer func() {
+		for _, f := range tasks {
+			f.Close()
+		}
+	}()
+	if len(tasks) != want {
+		return fmt.Errorf("expected %d cgroup files from the runner, got %d; refusing to run without the sandbox's limits", want, len(tasks))
+	}
+	for _, f := range tasks {
+		if _, err := f.Write([]byte("0")); err != nil {
+			return fmt.Errorf("cannot join the sandbox's cgroup: %v; refusing to run without the sandbox's limits", err)
+		}
+	}
+	return nil
 }
 
 // initMain is our own PID 1 ("srt-mcp __srt-init", bwrap --as-pid-1), used
@@ -254,8 +280,11 @@ func initMain() int {
 			f.Close()
 		}
 		if m.T == initMsgVerified {
-			if g, _, err := up.recv(); err == nil {
-				_ = down.send(g)
+			if g, gf, err := up.recv(); err == nil {
+				_ = down.send(g, gf...)
+				for _, f := range gf {
+					f.Close()
+				}
 			}
 		}
 	}

@@ -28,7 +28,10 @@ package runner
 //	  |       PTY master, proxy listeners if asked] -- |
 //	  |  compare /proc/<pid1>/ns/* with our own:       |
 //	  |  every namespace must differ                   |
-//	  | go ------------------------------------------> | Landlock scope, rlimits,
+//	  | go + SCM_RIGHTS[cgroup v1 tasks files, ------> | as root on cgroup v1:
+//	  |   as root on v1]                               | move own thread into the
+//	  |                                                | sandbox's cgroups;
+//	  |                                                | Landlock scope, rlimits,
 //	  |                                                | ctty, close fds,
 //	  |                                                | no_new_privs, seccomp,
 //	  |                                                | execve(command)
@@ -73,6 +76,12 @@ type initConfig struct {
 	Landlock int `json:"landlock,omitempty"`
 	// PID is the pid the exec stage must have in the sandbox.
 	PID int `json:"pid"`
+	// CgroupTasks is how many cgroup v1 tasks files (opened by a root
+	// runner) come with the go message: the exec stage writes 0 to each,
+	// which moves its own thread, the one that execs the command, into the
+	// sandbox's cgroups (cgroup_linux.go), and refuses to run the command
+	// when it gets another number of files or a write fails.
+	CgroupTasks int `json:"cgroup_tasks,omitempty"`
 	// Proxy asks the exec stage to open the HTTP (3128) and SOCKS5 (1080)
 	// proxy listeners on the sandbox's loopback and hand them to the runner.
 	Proxy bool `json:"proxy,omitempty"`

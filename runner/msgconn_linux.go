@@ -112,12 +112,34 @@ func (c rawConn) send(msg initMsg, files ...*os.File) error {
 func (c rawConn) recv() (initMsg, []*os.File, error) {
 	var msg initMsg
 	buf := make([]byte, 64<<10)
-	n, _, _, _, err := unix.Recvmsg(int(c), buf, nil, 0)
+	oob := make([]byte, unix.CmsgSpace(8*4))
+	n, oobn, _, _, err := unix.Recvmsg(int(c), buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
 		return msg, nil, err
 	}
-	if n == 0 {
-		return msg, nil, errors.New("connection closed")
+	var files []*os.File
+	if oobn > 0 {
+		scms, _ := unix.ParseSocketControlMessage(oob[:oobn])
+		for _, scm := range scms {
+			fds, err := unix.ParseUnixRights(&scm)
+			if err != nil {
+				continue
+			}
+			for _, fd := range fds {
+				files = append(files, os.NewFile(uintptr(fd), "received"))
+			}
+		}
 	}
-	return msg, nil, json.Unmarshal(buf[:n], &msg)
+	if n == 0 {
+		err = errors.New("connection closed")
+	} else {
+		err = json.Unmarshal(buf[:n], &msg)
+	}
+	if err != nil {
+		for _, f := range files {
+			f.Close()
+		}
+		return msg, nil, err
+	}
+	return msg, files, nil
 }

@@ -79,6 +79,9 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	}()
 	asPID1 := r.spec.Init == InitSRT || LandlockABI() == 0
 	cfg.Stdio, cfg.PID = [3]int{fdStdin, fdStdout, fdStderr}, 2
+	if prep != nil {
+		cfg.CgroupTasks = selfMoves(r.spec.Policy.Limits)
+	}
 	if !asPID1 {
 		cfg.Landlock = LandlockABI()
 	}
@@ -245,9 +248,10 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	}()
 
 	// As root, RLIMIT_NPROC does not apply: the sandbox goes into a cgroup
-	// of its own (see cgroup_linux.go). PID 1 is moved as soon as bwrap
-	// names it, while bwrap is still building the mounts. The exec stage
-	// PID 1 forks later inherits the cgroup.
+	// of its own (see cgroup_linux.go). On v1 the exec stage moves itself
+	// in after go. On v2 PID 1 is moved as soon as bwrap names it, while
+	// bwrap is still building the mounts, and the exec stage PID 1 forks
+	// later inherits the cgroup.
 	type cgResult struct {
 		pid1 int
 		cg   *sandboxCgroup
@@ -257,7 +261,7 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	go func() {
 		res := cgResult{pid1: <-pidCh}
 		res.cg, res.err = prep.wait()
-		if res.pid1 > 0 && res.cg != nil && res.err == nil {
+		if res.pid1 > 0 && res.cg != nil && res.err == nil && !res.cg.selfMove {
 			res.err = res.cg.add(res.pid1)
 		}
 		cgCh <- res
@@ -322,7 +326,18 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	if p.pidNS, err = checkNamespaces(p.pid1); err != nil {
 		return abort(errorf(ErrCodeVerification, "%v; refusing to run unsandboxed", err))
 	}
-	if p.cgroup != nil {
+	var tasks []*os.File
+	if p.cgroup != nil && p.cgroup.selfMove {
+		if tasks, err = p.cgroup.tasksFiles(); err != nil {
+			return abort(errorf(ErrCodeLimitUnenforced, "cgroup for the sandbox's limits: %v", err))
+		}
+		if len(tasks) != cfg.CgroupTasks {
+			for _, f := range tasks {
+				f.Close()
+			}
+			return abort(errorf(ErrCodeLimitUnenforced, "cgroup for the sandbox's limits: %d directories, %d announced", len(tasks), cfg.CgroupTasks))
+		}
+	} else if p.cgroup != nil {
 		// The exec stage, PID 1's one child, must be in the cgroup: it is
 		// when it was forked after PID 1 moved; else move it now.
 		kids := children(p.pid1)
@@ -336,7 +351,11 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		}
 	}
 	tr("ns-checked")
-	if err := conn.send(initMsg{T: initMsgGo}); err != nil {
+	err = conn.send(initMsg{T: initMsgGo}, tasks...)
+	for _, f := range tasks {
+		f.Close()
+	}
+	if err != nil {
 		return abort(errorf(ErrCodeSandboxFailed, "the sandbox went away during start-up"))
 	}
 	conn.close()
