@@ -392,6 +392,20 @@ except (OSError, MemoryError) as e:
 	}
 }
 
+// TestSmallMemoryLimitStarts: the exec stage sets the command's address-
+// space limit after everything of its own that allocates; before, its Go
+// heap sometimes had to grow under the limit and it died ("fatal error:
+// runtime: out of memory", 6 runs in 80 with 40M, TestEscapeMemoryBomb's
+// 256M now and then).
+func TestSmallMemoryLimitStarts(t *testing.T) {
+	dir := sbDir(t)
+	for i := 0; i < 40; i++ {
+		if r := nwRun(t, dir, []string{"--max-memory", "40M"}, "/bin/true"); r.code != 0 {
+			t.Fatalf("run %d under a 40M limit: exit %d, stderr %.300q", i, r.code, r.stderr)
+		}
+	}
+}
+
 func TestEscapeOutputFlood(t *testing.T) {
 	cmd := exec.Command(nwBin(t), "exec", "--json", "--max-output", "1M", "--cwd", sbDir(t), "--", "head", "-c", "1G", "/dev/zero")
 	var out bytes.Buffer

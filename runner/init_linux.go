@@ -120,17 +120,9 @@ func execMain() int {
 	if err := unix.Chdir(cfg.Cwd); err != nil {
 		return failExec(ErrCodeInvalidCwd, 125, "cannot enter working directory %s: %v", cfg.Cwd, err)
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return failExec(ErrCodeSandboxFailed, 125, "prctl(PR_SET_NO_NEW_PRIVS): %v", err)
-	}
-	if cfg.Landlock > 0 {
-		if err := landlockScope(cfg.Landlock); err != nil {
-			return failExec(ErrCodeSandboxFailed, 125, "landlock: %v", err)
-		}
-	}
-	if err := applyRlimits(cfg.Limits); err != nil {
-		return failExec(ErrCodeLimitUnenforced, 125, "%v", err)
-	}
+	// Everything that allocates comes before the limits: under the
+	// address-space limit a Go heap that must grow dies ("fatal error:
+	// runtime: out of memory", seen with a 256M limit).
 	if len(cfg.Argv) == 0 {
 		return failExec(ErrCodeInvalidSpec, 125, "empty command")
 	}
@@ -161,8 +153,24 @@ func execMain() int {
 			}
 		}
 	}
+	filter, err := prepareSeccomp()
+	if err != nil {
+		return failExec(ErrCodeSandboxFailed, 125, "seccomp: %v", err)
+	}
+
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return failExec(ErrCodeSandboxFailed, 125, "prctl(PR_SET_NO_NEW_PRIVS): %v", err)
+	}
+	if cfg.Landlock > 0 {
+		if err := landlockScope(cfg.Landlock); err != nil {
+			return failExec(ErrCodeSandboxFailed, 125, "landlock: %v", err)
+		}
+	}
+	if err := applyRlimits(cfg.Limits); err != nil {
+		return failExec(ErrCodeLimitUnenforced, 125, "%v", err)
+	}
 	_ = unix.CloseRange(uint(keep), ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	if err := installSeccomp(); err != nil {
+	if err := filter.install(); err != nil {
 		return failExec(ErrCodeSandboxFailed, 125, "seccomp: %v", err)
 	}
 	if directPath != "" {

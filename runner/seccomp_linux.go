@@ -230,23 +230,45 @@ func appendSocketpairBlock(p []bpf.Instruction) []bpf.Instruction {
 }
 
 // installSeccomp sets no_new_privs and loads the filter for every thread of
-// the calling process. It is called by the exec stage right before execve.
+// the calling process. It is called right before execve.
 func installSeccomp() error {
-	raw, err := seccompProgram()
+	f, err := prepareSeccomp()
 	if err != nil {
 		return err
 	}
-	filter := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	return f.install()
+}
+
+// seccompFilter is the assembled filter, ready to load.
+type seccompFilter struct {
+	filter []unix.SockFilter
+}
+
+// prepareSeccomp assembles the filter: the exec stage does it before it
+// sets the command's address-space limit, after which the Go heap must not
+// need to grow (a failed growth is a fatal "out of memory").
+func prepareSeccomp() (*seccompFilter, error) {
+	raw, err := seccompProgram()
+	if err != nil {
+		return nil, err
 	}
-	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	f := &seccompFilter{filter: make([]unix.SockFilter, len(raw))}
+	for i, r := range raw {
+		f.filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	return f, nil
+}
+
+// install sets no_new_privs and loads the filter for every thread of the
+// calling process; it does not allocate.
+func (f *seccompFilter) install() error {
+	prog := unix.SockFprog{Len: uint16(len(f.filter)), Filter: &f.filter[0]}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
 	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
 		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
-	runtime.KeepAlive(filter)
+	runtime.KeepAlive(f.filter)
 	if errno != 0 {
 		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER): %w", errno)
 	}
