@@ -57,38 +57,51 @@ func (m *msgConn) send(msg initMsg, files ...*os.File) error {
 
 // recv reads one message and the files that came with it.
 func (m *msgConn) recv() (initMsg, []*os.File, error) {
-	var msg initMsg
 	buf := make([]byte, 64<<10)
 	oob := make([]byte, unix.CmsgSpace(8*4))
 	n, oobn, _, _, err := m.c.ReadMsgUnix(buf, oob)
 	if err != nil {
-		return msg, nil, err
+		return initMsg{}, nil, err
 	}
-	if n == 0 {
-		return msg, nil, errors.New("connection closed")
+	msg, files, err := decodeMsg(buf[:n], oob[:oobn], func(fd int) {
+		unix.CloseOnExec(fd)
+		_ = unix.SetNonblock(fd, true) // so deadlines work
+	})
+	if err != nil && err != errConnClosed {
+		return msg, nil, fmt.Errorf("malformed message from the sandbox: %v", err)
 	}
+	return msg, files, err
+}
+
+var errConnClosed = errors.New("connection closed")
+
+// decodeMsg is encodeMsg undone: the JSON message and the fds that came
+// with it, each passed to prepare first. On an error (no message, bad
+// JSON) the fds are closed.
+func decodeMsg(b, oob []byte, prepare func(fd int)) (initMsg, []*os.File, error) {
+	var msg initMsg
 	var files []*os.File
-	if oobn > 0 {
-		scms, err := unix.ParseSocketControlMessage(oob[:oobn])
-		if err == nil {
-			for _, scm := range scms {
-				fds, err := unix.ParseUnixRights(&scm)
-				if err != nil {
-					continue
-				}
-				for _, fd := range fds {
-					unix.CloseOnExec(fd)
-					_ = unix.SetNonblock(fd, true) // so deadlines work
-					files = append(files, os.NewFile(uintptr(fd), "received"))
-				}
+	if scms, err := unix.ParseSocketControlMessage(oob); err == nil {
+		for _, scm := range scms {
+			fds, err := unix.ParseUnixRights(&scm)
+			if err != nil {
+				continue
+			}
+			for _, fd := range fds {
+				prepare(fd)
+				files = append(files, os.NewFile(uintptr(fd), "received"))
 			}
 		}
 	}
-	if err := json.Unmarshal(buf[:n], &msg); err != nil {
+	err := errConnClosed
+	if len(b) > 0 {
+		err = json.Unmarshal(b, &msg)
+	}
+	if err != nil {
 		for _, f := range files {
 			f.Close()
 		}
-		return msg, nil, fmt.Errorf("malformed message from the sandbox: %v", err)
+		return msg, nil, err
 	}
 	return msg, files, nil
 }
@@ -110,36 +123,11 @@ func (c rawConn) send(msg initMsg, files ...*os.File) error {
 }
 
 func (c rawConn) recv() (initMsg, []*os.File, error) {
-	var msg initMsg
 	buf := make([]byte, 64<<10)
 	oob := make([]byte, unix.CmsgSpace(8*4))
 	n, oobn, _, _, err := unix.Recvmsg(int(c), buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
-		return msg, nil, err
+		return initMsg{}, nil, err
 	}
-	var files []*os.File
-	if oobn > 0 {
-		scms, _ := unix.ParseSocketControlMessage(oob[:oobn])
-		for _, scm := range scms {
-			fds, err := unix.ParseUnixRights(&scm)
-			if err != nil {
-				continue
-			}
-			for _, fd := range fds {
-				files = append(files, os.NewFile(uintptr(fd), "received"))
-			}
-		}
-	}
-	if n == 0 {
-		err = errors.New("connection closed")
-	} else {
-		err = json.Unmarshal(buf[:n], &msg)
-	}
-	if err != nil {
-		for _, f := range files {
-			f.Close()
-		}
-		return msg, nil, err
-	}
-	return msg, files, nil
+	return decodeMsg(buf[:n], oob[:oobn], func(int) {}) // blocking: off the runtime's poller
 }
