@@ -112,30 +112,23 @@ func newSandboxCgroup(id string, l policy.Limits) (*sandboxCgroup, error) {
 		}
 	case "v1":
 		c.selfMove = true
-		if l.MaxProcesses > 0 {
-			dir := filepath.Join(cgroupRoot, "pids", "srt-mcp", name)
+		for _, h := range v1Hierarchies(l) {
+			dir := filepath.Join(cgroupRoot, h, "srt-mcp", name)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
+				c.remove()
 				return nil, err
 			}
 			c.dirs = append(c.dirs, dir)
-			if err := write(dir, "pids.max", strconv.Itoa(l.MaxProcesses+processHeadroom)); err != nil {
-				c.remove()
-				return nil, fmt.Errorf("pids.max: %w", err)
+			file, value := "pids.max", strconv.Itoa(l.MaxProcesses+processHeadroom)
+			if h == "memory" {
+				file, value = "memory.limit_in_bytes", strconv.FormatInt(l.MaxMemoryBytes, 10)
 			}
-		}
-		if l.MaxMemoryBytes > 0 {
-			if _, err := os.Stat(filepath.Join(cgroupRoot, "memory", "cgroup.procs")); err == nil {
-				dir := filepath.Join(cgroupRoot, "memory", "srt-mcp", name)
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					c.remove()
-					return nil, err
-				}
-				c.dirs = append(c.dirs, dir)
-				if err := write(dir, "memory.limit_in_bytes", strconv.FormatInt(l.MaxMemoryBytes, 10)); err != nil {
-					c.remove()
-					return nil, fmt.Errorf("memory.limit_in_bytes: %w", err)
-				}
-				_ = write(dir, "memory.memsw.limit_in_bytes", strconv.FormatInt(l.MaxMemoryBytes, 10))
+			if err := write(dir, file, value); err != nil {
+				c.remove()
+				return nil, fmt.Errorf("%s: %w", file, err)
+			}
+			if h == "memory" {
+				_ = write(dir, "memory.memsw.limit_in_bytes", value)
 			}
 		}
 	}
@@ -240,6 +233,26 @@ func warmCgroupMoves() {
 	}
 }
 
+// v1Hierarchies names the v1 hierarchies a sandbox with limits l gets a
+// directory in: pids for a process limit, memory for a memory limit where
+// that hierarchy is mounted.
+func v1Hierarchies(l policy.Limits) []string {
+	var hs []string
+	if l.MaxProcesses > 0 {
+		hs = append(hs, "pids")
+	}
+	if l.MaxMemoryBytes > 0 && v1Memory() {
+		hs = append(hs, "memory")
+	}
+	return hs
+}
+
+// v1Memory reports whether v1's memory hierarchy is mounted (looked at once).
+var v1Memory = sync.OnceValue(func() bool {
+	_, err := os.Stat(filepath.Join(cgroupRoot, "memory", "cgroup.procs"))
+	return err == nil
+})
+
 // selfMoves is the number of tasks files newSandboxCgroup(l) gives the
 // exec stage to move itself through: one per v1 hierarchy it makes, 0 on v2
 // or without cgroups.
@@ -247,16 +260,7 @@ func selfMoves(l policy.Limits) int {
 	if CgroupMode() != "v1" {
 		return 0
 	}
-	n := 0
-	if l.MaxProcesses > 0 {
-		n++
-	}
-	if l.MaxMemoryBytes > 0 {
-		if _, err := os.Stat(filepath.Join(cgroupRoot, "memory", "cgroup.procs")); err == nil {
-			n++
-		}
-	}
-	return n
+	return len(v1Hierarchies(l))
 }
 
 // tasksFiles opens each v1 directory's tasks file for writing, for the exec
@@ -314,28 +318,28 @@ func (c *sandboxCgroup) remove() {
 	if c == nil {
 		return
 	}
+	if busy := rmdirAll(c.dirs); len(busy) > 0 {
+		go removeWhenFree(busy)
+	}
+}
+
+// rmdirAll removes the directories and returns those the kernel still
+// counts processes in (EBUSY).
+func rmdirAll(dirs []string) []string {
 	var busy []string
-	for _, dir := range c.dirs {
+	for _, dir := range dirs {
 		if err := os.Remove(dir); errors.Is(err, unix.EBUSY) {
 			busy = append(busy, dir)
 		}
 	}
-	if len(busy) > 0 {
-		go removeWhenFree(busy)
-	}
+	return busy
 }
 
 // removeWhenFree retries rmdir of dirs for up to about four seconds.
 func removeWhenFree(dirs []string) {
 	for wait := time.Millisecond; len(dirs) > 0 && wait < 4*time.Second; wait *= 2 {
 		time.Sleep(wait)
-		left := dirs[:0]
-		for _, dir := range dirs {
-			if err := os.Remove(dir); errors.Is(err, unix.EBUSY) {
-				left = append(left, dir)
-			}
-		}
-		dirs = left
+		dirs = rmdirAll(dirs)
 	}
 }
 
