@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -13,14 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
-// benchServer is a real srt-mcp serve on a loopback port with a private
-// state directory, and a minimal Streamable HTTP client for it.
-type benchServer struct {
+// server is a real srt-mcp serve on a loopback port with a private state
+// directory, and a minimal Streamable HTTP client for it.
+type server struct {
 	cmd   *exec.Cmd
 	url   string
 	state string
@@ -29,8 +27,9 @@ type benchServer struct {
 	id    int
 }
 
-func startBenchServer(extra ...string) (*benchServer, error) {
-	self, _ := os.Executable()
+// startServer starts binary's serve with extra flags, waits for it to
+// answer, and opens an MCP session.
+func startServer(binary string, extra ...string) (*server, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -41,9 +40,9 @@ func startBenchServer(extra ...string) (*benchServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &benchServer{url: fmt.Sprintf("http://127.0.0.1:%d/mcp", port), state: state,
+	b := &server{url: fmt.Sprintf("http://127.0.0.1:%d/mcp", port), state: state,
 		cl: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
-	b.cmd = exec.Command(self, append([]string{"serve", "--port", fmt.Sprint(port), "--state-dir", state}, extra...)...)
+	b.cmd = exec.Command(binary, append([]string{"serve", "--port", fmt.Sprint(port), "--state-dir", state}, extra...)...)
 	b.cmd.Stderr = io.Discard
 	if err := b.cmd.Start(); err != nil {
 		return nil, err
@@ -68,7 +67,7 @@ func startBenchServer(extra ...string) (*benchServer, error) {
 	return b, nil
 }
 
-func (b *benchServer) stop() {
+func (b *server) stop() {
 	_ = b.cmd.Process.Signal(os.Interrupt)
 	_ = b.cmd.Wait()
 	_ = os.RemoveAll(b.state)
@@ -76,7 +75,7 @@ func (b *benchServer) stop() {
 
 // rpc sends one JSON-RPC request (a notification when params is nil and
 // the method starts with "notifications/") and returns its result.
-func (b *benchServer) rpc(method string, params any) (map[string]any, error) {
+func (b *server) rpc(method string, params any) (map[string]any, error) {
 	msg := map[string]any{"jsonrpc": "2.0", "method": method}
 	if params != nil {
 		msg["params"] = params
@@ -123,7 +122,7 @@ func (b *benchServer) rpc(method string, params any) (map[string]any, error) {
 
 // tool calls a tool and returns its structured content; a tool error is
 // an error.
-func (b *benchServer) tool(name string, args map[string]any) (map[string]any, error) {
+func (b *server) tool(name string, args map[string]any) (map[string]any, error) {
 	res, err := b.rpc("tools/call", map[string]any{"name": name, "arguments": args})
 	if err != nil {
 		return nil, err
@@ -136,7 +135,7 @@ func (b *benchServer) tool(name string, args map[string]any) (map[string]any, er
 }
 
 // health reads /healthz.
-func (b *benchServer) health() (map[string]any, error) {
+func (b *server) health() (map[string]any, error) {
 	resp, err := b.cl.Get(strings.TrimSuffix(b.url, "/mcp") + "/healthz")
 	if err != nil {
 		return nil, err
@@ -147,7 +146,7 @@ func (b *benchServer) health() (map[string]any, error) {
 }
 
 // deleteSession ends the client's MCP session (DELETE /mcp).
-func (b *benchServer) deleteSession() error {
+func (b *server) deleteSession() error {
 	req, _ := http.NewRequest("DELETE", b.url, nil)
 	req.Header.Set("Mcp-Session-Id", b.sid)
 	resp, err := b.cl.Do(req)
@@ -158,22 +157,20 @@ func (b *benchServer) deleteSession() error {
 	return nil
 }
 
-func sinceMS(start time.Time) float64 { return float64(time.Since(start).Microseconds()) / 1000 }
-
-// runMCPBench times execute_code(python3 -c "print(1)") over Streamable HTTP
+// mcp times execute_code(python3 -c "print(1)") over Streamable HTTP
 // against a real srt-mcp serve, interleaved with minimal bwrap running the
 // same Python, and prints p50/p99 of both and the ratio.
-func runMCPBench(c *cli.Context) error {
+func (s *suite) mcp() error {
 	bwrap, err := runner.FindBwrap()
 	if err != nil {
-		return cli.Exit("bench needs bwrap", 1)
+		return fail("bench needs bwrap")
 	}
-	b, err := startBenchServer()
+	b, err := startServer(s.Binary)
 	if err != nil {
-		return cli.Exit(err.Error(), 1)
+		return fail(err.Error())
 	}
 	defer b.stop()
-	py := c.String("python")
+	py := s.Python
 	call := func() (float64, error) {
 		start := time.Now()
 		sc, err := b.tool("execute_code", map[string]any{"command": py + ` -c "print(1)"`})
@@ -192,27 +189,27 @@ func runMCPBench(c *cli.Context) error {
 		if err != nil {
 			return 0, fmt.Errorf("bwrap: %v %s", err, out)
 		}
-		return float64(time.Since(start).Microseconds()) / 1000, nil
+		return sinceMS(start), nil
 	}
 	var mcpMS, bwMS []float64
-	for i := 0; i < c.Int("warmup")+c.Int("rounds"); i++ {
+	for i := 0; i < s.Warmup+s.Rounds; i++ {
 		a, err := call()
 		if err != nil {
-			return cli.Exit(err.Error(), 1)
+			return fail(err.Error())
 		}
 		b, err := bw()
 		if err != nil {
-			return cli.Exit(err.Error(), 1)
+			return fail(err.Error())
 		}
-		if i >= c.Int("warmup") {
+		if i >= s.Warmup {
 			mcpMS, bwMS = append(mcpMS, a), append(bwMS, b)
 		}
 	}
-	fmt.Printf("%-40s %8s %8s\n", "python3 -c 'print(1)'", "p50", "p99")
-	fmt.Printf("%-40s %6.2fms %6.2fms\n", "minimal bwrap", median(bwMS), pct(bwMS, 0.99))
-	fmt.Printf("%-40s %6.2fms %6.2fms\n", "execute_code over Streamable HTTP", median(mcpMS), pct(mcpMS, 0.99))
-	fmt.Printf("\nratio p50: %.2fx (goal <= 1.5x); rounds: %d interleaved\n", median(mcpMS)/median(bwMS), len(mcpMS))
-	addBenchRow(benchRow{Path: "execute_code (command, fresh sandbox) over Streamable HTTP, p50", Now: fmt.Sprintf("%.1f ms", median(mcpMS)),
+	s.printf("%-40s %8s %8s\n", "python3 -c 'print(1)'", "p50", "p99")
+	s.printf("%-40s %6.2fms %6.2fms\n", "minimal bwrap", median(bwMS), pct(bwMS, 0.99))
+	s.printf("%-40s %6.2fms %6.2fms\n", "execute_code over Streamable HTTP", median(mcpMS), pct(mcpMS, 0.99))
+	s.printf("\nratio p50: %.2fx (goal <= 1.5x); rounds: %d interleaved\n", median(mcpMS)/median(bwMS), len(mcpMS))
+	s.add(Row{Path: "execute_code (command, fresh sandbox) over Streamable HTTP, p50", Now: fmt.Sprintf("%.1f ms", median(mcpMS)),
 		Anchor: fmt.Sprintf("%.1f ms", median(bwMS)), Ratio: fmt.Sprintf("%.2fx", median(mcpMS)/median(bwMS)), Goal: "<= 1.5x", Met: median(mcpMS)/median(bwMS) <= 1.5})
 	return nil
 }

@@ -1,26 +1,23 @@
-package main
+package bench
 
 import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-
-	"github.com/urfave/cli/v2"
 )
 
-// runNetBench measures what the egress proxy costs a real client: curl on
+// net measures what the egress proxy costs a real client: curl on
 // the host straight to a loopback server, and curl inside srt-mcp exec
 // through the in-sandbox proxy (HTTPS-style CONNECT via --proxytunnel),
 // interleaved. curl reports its own speed and time, so sandbox start-up is
 // not counted.
-func runNetBench(c *cli.Context) error {
+func (s *suite) net() error {
 	curl, err := exec.LookPath("curl")
 	if err != nil {
-		return cli.Exit("bench --net needs curl", 1)
+		return fail("bench --net needs curl")
 	}
 	const big = 200 << 20
 	zeros := make([]byte, 1<<20)
@@ -40,11 +37,7 @@ func runNetBench(c *cli.Context) error {
 	}
 	go http.Serve(l, mux)
 	addr := l.Addr().String()
-	self, _ := os.Executable()
-	rounds := c.Int("rounds")
-	if rounds > 20 {
-		rounds = 20
-	}
+	rounds := min(s.Rounds, 20)
 	// curl -w prints: bytes/s of the body, and total seconds.
 	w := "%{speed_download} %{time_total}\n"
 	direct := func(path string) ([]float64, error) {
@@ -52,7 +45,7 @@ func runNetBench(c *cli.Context) error {
 		return parseCurl(out, err)
 	}
 	proxied := func(path string) ([]float64, error) {
-		out, err := exec.Command(self, "exec", "--allow-domain", addr, "--", "curl", "-s", "--proxytunnel",
+		out, err := exec.Command(s.Binary, "exec", "--allow-domain", addr, "--", "curl", "-s", "--proxytunnel",
 			"--noproxy", "", "-o", "/dev/null", "-w", w, "http://"+addr+path).Output()
 		return parseCurl(out, err)
 	}
@@ -66,22 +59,24 @@ func runNetBench(c *cli.Context) error {
 		}{{direct, "/big", &dBig, 0}, {proxied, "/big", &pBig, 0}, {direct, "/small", &dSmall, 1}, {proxied, "/small", &pSmall, 1}} {
 			v, err := run.f(run.path)
 			if err != nil {
-				return cli.Exit(err.Error(), 1)
+				return fail(err.Error())
 			}
 			*run.dst = append(*run.dst, v[run.idx])
 		}
 	}
 	mbps := func(xs []float64) float64 { return median(xs) / (1 << 20) }
-	fmt.Printf("%-34s %12s %12s\n", "200 MB download (curl)", "direct", "via proxy")
-	fmt.Printf("%-34s %9.0f MB/s %7.0f MB/s   ratio %.2fx\n", "median throughput", mbps(dBig), mbps(pBig), median(pBig)/median(dBig))
-	fmt.Printf("%-34s %9.2f ms %9.2f ms   added %.2f ms\n", "small request, median time_total", median(dSmall)*1000, median(pSmall)*1000, (median(pSmall)-median(dSmall))*1000)
-	fmt.Printf("\nrounds: %d (interleaved); goal: via proxy >= 0.80x direct throughput\n", rounds)
+	s.printf("%-34s %12s %12s\n", "200 MB download (curl)", "direct", "via proxy")
+	s.printf("%-34s %9.0f MB/s %7.0f MB/s   ratio %.2fx\n", "median throughput", mbps(dBig), mbps(pBig), median(pBig)/median(dBig))
+	s.printf("%-34s %9.2f ms %9.2f ms   added %.2f ms\n", "small request, median time_total", median(dSmall)*1000, median(pSmall)*1000, (median(pSmall)-median(dSmall))*1000)
+	s.printf("\nrounds: %d (interleaved); goal: via proxy >= 0.80x direct throughput\n", rounds)
 	ratio := median(pBig) / median(dBig)
-	addBenchRow(benchRow{Path: "200 MB download through the proxy (CONNECT, loopback) vs direct", Now: fmt.Sprintf("%.0f MB/s", mbps(pBig)),
+	s.add(Row{Path: "200 MB download through the proxy (CONNECT, loopback) vs direct", Now: fmt.Sprintf("%.0f MB/s", mbps(pBig)),
 		Anchor: fmt.Sprintf("%.0f MB/s", mbps(dBig)), Ratio: fmt.Sprintf("%.2fx", ratio), Goal: ">= 0.8x", Met: ratio >= 0.8})
 	return nil
 }
 
+// parseCurl reads what curl -w "%{speed_download} %{time_total}" printed:
+// bytes per second and seconds; err is curl's, quoted with its output.
 func parseCurl(out []byte, err error) ([]float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("curl: %v: %s", err, out)

@@ -1,40 +1,38 @@
-package main
+package bench
 
 import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/urfave/cli/v2"
 )
 
-// runWorkspaceBench measures stateful workspaces on a real srt-mcp serve:
+// workspace measures stateful workspaces on a real srt-mcp serve:
 // a warm cell through MCP over Streamable HTTP; the first
 // `import pandas, seaborn` of a new workspace with the warm pool and
 // without; and the memory of an idle warm session beyond its interpreter.
-func runWorkspaceBench(c *cli.Context) error {
-	rounds := c.Int("rounds")
+func (s *suite) workspace() error {
+	rounds := s.Rounds
 	backend := []string{"--backend", "native"}
-	if c.Bool("docker") {
-		backend = []string{"--backend", "docker", "--image", c.String("image")}
+	if s.Docker {
+		backend = []string{"--backend", "docker", "--image", s.Image}
 	}
 	backend = append(backend, "--rate-limit", "1000000") // the bench is one fast client
-	warm, err := startBenchServer(append(backend, "--warm-pool", "2")...)
+	warm, err := startServer(s.Binary, append(backend, "--warm-pool", "2")...)
 	if err != nil {
-		return cli.Exit(err.Error(), 1)
+		return fail(err.Error())
 	}
 	defer warm.stop()
-	cold, err := startBenchServer(append(backend, "--warm-pool", "0")...)
+	cold, err := startServer(s.Binary, append(backend, "--warm-pool", "0")...)
 	if err != nil {
-		return cli.Exit(err.Error(), 1)
+		return fail(err.Error())
 	}
 	defer cold.stop()
-	cell := func(b *benchServer, code string) (float64, error) {
+	cell := func(b *server, code string) (float64, error) {
 		start := time.Now()
 		sc, err := b.tool("execute_code", map[string]any{"code": code, "language": "python"})
 		if err != nil {
@@ -47,21 +45,21 @@ func runWorkspaceBench(c *cli.Context) error {
 	}
 	// 1. A warm cell: the workspace exists, its kernel runs.
 	if _, err := cell(cold, "x = 1"); err != nil {
-		return cli.Exit(err.Error(), 1)
+		return fail(err.Error())
 	}
 	var warmMS []float64
-	for i := 0; i < c.Int("warmup")+rounds*5; i++ {
+	for i := 0; i < s.Warmup+rounds*5; i++ {
 		ms, err := cell(cold, "x + 1")
 		if err != nil {
-			return cli.Exit(err.Error(), 1)
+			return fail(err.Error())
 		}
-		if i >= c.Int("warmup") {
+		if i >= s.Warmup {
 			warmMS = append(warmMS, ms)
 		}
 	}
 	// 2. The first import of a new workspace (a new MCP session each).
-	first := func(b *benchServer) (float64, error) {
-		nb := &benchServer{url: b.url, cl: b.cl}
+	first := func(b *server) (float64, error) {
+		nb := &server{url: b.url, cl: b.cl}
 		if _, err := nb.rpc("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
 			"clientInfo": map[string]any{"name": "bench", "version": "1"}}); err != nil {
 			return 0, err
@@ -88,38 +86,38 @@ func runWorkspaceBench(c *cli.Context) error {
 	n := min(rounds, 10)
 	for i := 0; i < n; i++ {
 		if err := waitPool(); err != nil {
-			return cli.Exit(err.Error(), 1)
+			return fail(err.Error())
 		}
 		a, err := first(warm)
 		if err != nil {
-			return cli.Exit(err.Error(), 1)
+			return fail(err.Error())
 		}
 		b, err := first(cold)
 		if err != nil {
-			return cli.Exit(err.Error(), 1)
+			return fail(err.Error())
 		}
 		poolMS, coldMS = append(poolMS, a), append(coldMS, b)
 	}
 	// 3. Memory of the idle warm sessions.
 	if err := waitPool(); err != nil {
-		return cli.Exit(err.Error(), 1)
+		return fail(err.Error())
 	}
 	interp, overhead, sessions := kernelMemory(warm.cmd.Process.Pid)
 
-	fmt.Printf("%-52s %9s %9s %8s\n", "stateful workspaces ("+backend[1]+" backend)", "p50", "p99", "goal")
-	fmt.Printf("%-52s %7.2fms %7.2fms %8s\n", "warm cell execute_code(\"x + 1\"), MCP over HTTP", median(warmMS), pct(warmMS, 0.99), "<2/<10")
-	fmt.Printf("%-52s %7.1fms %7.1fms %8s\n", "first \"import pandas, seaborn\", warm pool", median(poolMS), pct(poolMS, 0.99), "<100")
-	fmt.Printf("%-52s %7.1fms %7.1fms %8s\n", "first \"import pandas, seaborn\", no pool", median(coldMS), pct(coldMS, 0.99), "~900")
+	s.printf("%-52s %9s %9s %8s\n", "stateful workspaces ("+backend[1]+" backend)", "p50", "p99", "goal")
+	s.printf("%-52s %7.2fms %7.2fms %8s\n", "warm cell execute_code(\"x + 1\"), MCP over HTTP", median(warmMS), pct(warmMS, 0.99), "<2/<10")
+	s.printf("%-52s %7.1fms %7.1fms %8s\n", "first \"import pandas, seaborn\", warm pool", median(poolMS), pct(poolMS, 0.99), "<100")
+	s.printf("%-52s %7.1fms %7.1fms %8s\n", "first \"import pandas, seaborn\", no pool", median(coldMS), pct(coldMS, 0.99), "~900")
 	if sessions > 0 {
-		fmt.Printf("\nidle warm sessions: %d; per session: interpreter %.1f MB PSS, sandbox and runner beyond it %.1f MB PSS (goal < 40 MB)\n",
+		s.printf("\nidle warm sessions: %d; per session: interpreter %.1f MB PSS, sandbox and runner beyond it %.1f MB PSS (goal < 40 MB)\n",
 			sessions, float64(interp)/float64(sessions)/(1<<20), float64(overhead)/float64(sessions)/(1<<20))
 	} else {
-		fmt.Printf("\nidle warm sessions: memory not measurable here (Docker backend: the interpreter runs under the engine)\n")
+		s.printf("\nidle warm sessions: memory not measurable here (Docker backend: the interpreter runs under the engine)\n")
 	}
-	fmt.Printf("rounds: %d warm cells, %d new workspaces each way\n", len(warmMS), n)
-	addBenchRow(benchRow{Path: "warm cell p50 / p99, single client (" + backend[1] + ")", Now: fmt.Sprintf("%.1f / %.1f ms", median(warmMS), pct(warmMS, 0.99)),
+	s.printf("rounds: %d warm cells, %d new workspaces each way\n", len(warmMS), n)
+	s.add(Row{Path: "warm cell p50 / p99, single client (" + backend[1] + ")", Now: fmt.Sprintf("%.1f / %.1f ms", median(warmMS), pct(warmMS, 0.99)),
 		Goal: "keep (1.8/4.9)", Met: median(warmMS) <= 2 && pct(warmMS, 0.99) <= 10})
-	addBenchRow(benchRow{Path: "first pandas cell from the warm pool, p50 (" + backend[1] + ")", Now: fmt.Sprintf("%.1f ms", median(poolMS)),
+	s.add(Row{Path: "first pandas cell from the warm pool, p50 (" + backend[1] + ")", Now: fmt.Sprintf("%.1f ms", median(poolMS)),
 		Anchor: fmt.Sprintf("%.0f ms no pool", median(coldMS)), Goal: "keep (26)", Met: median(poolMS) <= 100})
 	return nil
 }
@@ -129,21 +127,8 @@ func runWorkspaceBench(c *cli.Context) error {
 // (runner, bwrap, PID 1) beyond them.
 func kernelMemory(serverPID int) (interp, overhead int64, sessions int) {
 	children := map[int][]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 1 {
-			ppid, _ := strconv.Atoi(f[1])
-			children[ppid] = append(children[ppid], pid)
-		}
+	for pid, ppid := range processParents() {
+		children[ppid] = append(children[ppid], pid)
 	}
 	for _, runner := range children[serverPID] {
 		var tree []int
@@ -174,13 +159,20 @@ func kernelMemory(serverPID int) (interp, overhead int64, sessions int) {
 	return interp, overhead, sessions
 }
 
+// pssOf is the proportional set size of a process, in bytes (0 when it
+// cannot be read).
 func pssOf(pid int) int64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 	if err != nil {
 		return 0
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	return parsePss(f)
+}
+
+// parsePss reads the Pss line of a /proc/PID/smaps_rollup, in bytes.
+func parsePss(r io.Reader) int64 {
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "Pss:"); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)

@@ -1,31 +1,29 @@
-package main
+package bench
 
 import (
 	"fmt"
 	"os/exec"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
-// runDataBench measures seed 000's data tools on a real srt-mcp serve:
+// data measures seed 000's data tools on a real srt-mcp serve:
 // run_python("print(2+2)") in a warm session, and the first
 // `import pandas, seaborn` of a new session, each interleaved with the
 // same Python run bare on the host and under minimal bwrap (the anchors).
-func runDataBench(c *cli.Context) error {
+func (s *suite) data() error {
 	bwrap, err := runner.FindBwrap()
 	if err != nil {
-		return cli.Exit("bench needs bwrap: apt-get install -y bubblewrap", 1)
+		return errNoBwrap
 	}
-	py := c.String("python")
+	py := s.Python
 	if out, err := exec.Command(py, "-c", "import pandas, seaborn").CombinedOutput(); err != nil {
-		return cli.Exit(fmt.Sprintf("the Python data profile is missing (make deps): %v %s", err, out), 1)
+		return fail(fmt.Sprintf("the Python data profile is missing (make deps): %v %s", err, out))
 	}
-	b, err := startBenchServer()
+	b, err := startServer(s.Binary)
 	if err != nil {
-		return cli.Exit(err.Error(), 1)
+		return fail(err.Error())
 	}
 	defer b.stop()
 	host := func(code string) func() (float64, error) {
@@ -61,7 +59,7 @@ func runDataBench(c *cli.Context) error {
 	}
 	sc, err := b.tool("upload_file", map[string]any{"filename": "warm.txt", "content_base64": "eA=="})
 	if err != nil {
-		return cli.Exit(err.Error(), 1)
+		return fail(err.Error())
 	}
 	warm := sc["session_id"].(string)
 	type row struct {
@@ -88,8 +86,8 @@ func runDataBench(c *cli.Context) error {
 		{name: "minimal bwrap", f: bw("print(2+2)")},
 		{name: "run_python, warm session", f: func() (float64, error) { return run(warm, "print(2+2)") }},
 	}
-	if err := measure(small, c.Int("warmup"), c.Int("rounds")); err != nil {
-		return cli.Exit(err.Error(), 1)
+	if err := measure(small, s.Warmup, s.Rounds); err != nil {
+		return fail(err.Error())
 	}
 	imp := "import pandas, seaborn"
 	cold := []*row{
@@ -106,20 +104,20 @@ func runDataBench(c *cli.Context) error {
 			return ms, err
 		}},
 	}
-	coldRounds := min(c.Int("rounds"), 15)
+	coldRounds := min(s.Rounds, 15)
 	if err := measure(cold, 1, coldRounds); err != nil {
-		return cli.Exit(err.Error(), 1)
+		return fail(err.Error())
 	}
-	print := func(title string, rows []*row) {
-		fmt.Printf("%-36s %9s %9s %10s\n", title, "p50", "p99", "vs bwrap")
+	table := func(title string, rows []*row) {
+		s.printf("%-36s %9s %9s %10s\n", title, "p50", "p99", "vs bwrap")
 		anchor := median(rows[1].ms)
 		for _, r := range rows {
-			fmt.Printf("%-36s %7.1fms %7.1fms %9.2fx\n", r.name, median(r.ms), pct(r.ms, 0.99), median(r.ms)/anchor)
+			s.printf("%-36s %7.1fms %7.1fms %9.2fx\n", r.name, median(r.ms), pct(r.ms, 0.99), median(r.ms)/anchor)
 		}
-		fmt.Println()
+		s.printf("\n")
 	}
-	print(`python3 -c "print(2+2)"`, small)
-	print(`first "import pandas, seaborn"`, cold)
-	fmt.Printf("rounds: %d warm, %d cold (interleaved); run_python is measured at the MCP client, over Streamable HTTP\n", c.Int("rounds"), coldRounds)
+	table(`python3 -c "print(2+2)"`, small)
+	table(`first "import pandas, seaborn"`, cold)
+	s.printf("rounds: %d warm, %d cold (interleaved); run_python is measured at the MCP client, over Streamable HTTP\n", s.Rounds, coldRounds)
 	return nil
 }
