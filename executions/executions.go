@@ -22,6 +22,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
@@ -72,22 +73,18 @@ func canMove(from, to State) bool {
 
 // Errors returned by the Manager.
 var (
-	ErrNotFound = errors.New("no such execution (it never existed or belongs to another session)")
-	ErrExpired  = errors.New("the execution has expired: finished executions are kept for the retention period (SANDBOX_RETENTION) and within the server's retained-output budget (SANDBOX_RETAINED_OUTPUT), oldest first out")
-	ErrFinished = errors.New("the execution has finished")
+	ErrNotFound = errs.New(errs.NotFound, "no such execution (it never existed or belongs to another session)")
+	ErrExpired  = errs.New(errs.Expired, "the execution has expired: finished executions are kept for the retention period (SANDBOX_RETENTION) and within the server's retained-output budget (SANDBOX_RETAINED_OUTPUT), oldest first out")
+	ErrFinished = errs.New(errs.ExecutionFinished, "the execution has finished; its stdin is closed")
 )
 
-// LimitError is a refused start: too many executions are running.
-type LimitError struct {
-	Scope string // "global" or "session"
-	Limit int
-}
-
-func (e *LimitError) Error() string {
-	if e.Scope == "global" {
-		return fmt.Sprintf("the server is running its maximum of %d executions (SANDBOX_MAX_CONCURRENT); wait for one to finish or cancel one", e.Limit)
+// limitError is a refused start: too many executions are running, in
+// scope ("global" or "session").
+func limitError(scope string, limit int) error {
+	if scope == "global" {
+		return errs.New(errs.TooManyExecutions, "the server is running its maximum of %d executions (SANDBOX_MAX_CONCURRENT); wait for one to finish or cancel one", limit)
 	}
-	return fmt.Sprintf("this session is running its maximum of %d executions (SANDBOX_MAX_PER_SESSION); wait for one to finish or cancel one", e.Limit)
+	return errs.New(errs.TooManyExecutions, "this session is running its maximum of %d executions (SANDBOX_MAX_PER_SESSION); wait for one to finish or cancel one", limit)
 }
 
 // Starter starts one execution; runner.StartProcess is the real one.
@@ -208,11 +205,11 @@ func (m *Manager) start(owner, label string, spec runner.Spec, start Starter, gl
 	m.mu.Lock()
 	if global && m.sandboxes >= m.cfg.MaxConcurrent {
 		m.mu.Unlock()
-		return nil, &LimitError{Scope: "global", Limit: m.cfg.MaxConcurrent}
+		return nil, limitError("global", m.cfg.MaxConcurrent)
 	}
 	if m.running[owner] >= m.cfg.MaxPerOwner {
 		m.mu.Unlock()
-		return nil, &LimitError{Scope: "session", Limit: m.cfg.MaxPerOwner}
+		return nil, limitError("session", m.cfg.MaxPerOwner)
 	}
 	id := uuid.NewString()
 	if m.cfg.Replica != "" {

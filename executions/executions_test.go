@@ -3,11 +3,13 @@ package executions
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
@@ -93,8 +95,11 @@ func TestLimitsStatesAndCursors(t *testing.T) {
 }
 
 func isLimit(err error, scope string) bool {
-	var le *LimitError
-	return errors.As(err, &le) && le.Scope == scope
+	want := "SANDBOX_MAX_PER_SESSION"
+	if scope == "global" {
+		want = "SANDBOX_MAX_CONCURRENT"
+	}
+	return errs.Has(err, errs.TooManyExecutions) && strings.Contains(err.Error(), want)
 }
 
 // handle adapts script to runner.Handle (Signal takes a syscall.Signal).

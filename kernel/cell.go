@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
@@ -15,7 +16,7 @@ import (
 const ErrCodeKernelDied = "kernel_died"
 
 // ErrBusy is returned when the kernel is running another cell.
-var ErrBusy = errors.New("the kernel is running another cell")
+var ErrBusy = errs.New(errs.SessionBusy, "the session's interpreter is running another cell; wait for it to complete")
 
 // CellOptions bound one cell.
 type CellOptions struct {

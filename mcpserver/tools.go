@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/runner"
@@ -432,10 +433,10 @@ func (s *Server) lookup(ctx context.Context, id string) (*executions.Execution, 
 	}
 	e, err := s.mgr.Lookup(id, callerOf(ctx).may)
 	if errors.Is(err, executions.ErrExpired) {
-		return nil, toolError("expired", fmt.Sprintf("execution %q: %v", id, err))
+		return nil, toolError("expired", fmt.Sprintf("execution %q: %s", id, errs.Of(err).Message))
 	}
 	if err != nil {
-		return nil, toolError("not_found", fmt.Sprintf("execution %q: %v", id, err))
+		return nil, toolError("not_found", fmt.Sprintf("execution %q: %s", id, errs.Of(err).Message))
 	}
 	return e, nil
 }
@@ -502,12 +503,10 @@ func (s *Server) handleStdin(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	}
 	if a.InputData != "" {
 		if err := e.SendStdin([]byte(a.InputData)); err != nil {
-			code := "stdin_failed"
 			if errors.Is(err, executions.ErrFinished) {
-				code = "execution_finished"
-				err = errors.New("the execution has finished; its stdin is closed")
+				return toolErr(err), nil
 			}
-			return toolError(code, err.Error()), nil
+			return toolError("stdin_failed", err.Error()), nil
 		}
 	}
 	if a.CloseStdin {

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/srt-mcp/srt-mcp/errs"
 )
 
 // CodeExceedsCeiling marks a call that asked for more than the operator's
 // ceiling allows.
-const CodeExceedsCeiling = "exceeds_ceiling"
+const CodeExceedsCeiling = errs.ExceedsCeiling
 
 // Narrow applies a call's sandbox_config to the operator's ceiling. A call
 // may only narrow: every allowed domain must be covered by the ceiling's,

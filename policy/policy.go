@@ -16,10 +16,12 @@ import (
 	"math"
 	"net/netip"
 
-	"github.com/bmatcuk/doublestar/v4"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/srt-mcp/srt-mcp/errs"
 )
 
 // Policy is everything one execution is allowed to do.
@@ -131,32 +133,14 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func (d Duration) Std() time.Duration { return time.Duration(d) }
 
 // Error is a validation failure that names the entry to change.
-type Error struct {
-	Code    string // stable machine-readable code, e.g. "invalid_path"
-	Field   string // dotted field with index, e.g. "filesystem.allow_write[1]"
-	Value   string // the offending value, if any
-	Message string // what is wrong and what to do
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		if e.Value != "" {
-			fmt.Fprintf(&b, " %q", e.Value)
-		}
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Message)
-	return b.String()
-}
+type Error = errs.Error
 
 // Error codes returned in Error.Code.
 const (
-	CodeInvalidPath     = "invalid_path"
-	CodeInvalidDomain   = "invalid_domain"
-	CodeInvalidLimit    = "invalid_limit"
-	CodeInvalidSettings = "invalid_settings"
+	CodeInvalidPath     = errs.InvalidPath
+	CodeInvalidDomain   = errs.InvalidDomain
+	CodeInvalidLimit    = errs.InvalidLimit
+	CodeInvalidSettings = errs.InvalidSettings
 	CodeUnsupported     = "unsupported_setting"
 )
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/policy"
 )
 
@@ -127,12 +128,7 @@ func Start(ctx context.Context, spec Spec, sink func(Event), opts Options) (*Run
 	if err := r.startLocked(ctx, opts); err != nil {
 		var e *Error
 		if !errors.As(err, &e) {
-			var pe *policy.Error
-			if errors.As(err, &pe) {
-				e = &Error{Code: ErrCodeInvalidPolicy, Message: pe.Error()}
-			} else {
-				e = &Error{Code: ErrCodeInternal, Message: err.Error()}
-			}
+			e = &Error{Code: ErrCodeInternal, Message: err.Error()}
 		}
 		r.finish(Event{Type: EventError, ErrCode: e.Code, Message: e.Message})
 		return r, e
@@ -175,7 +171,9 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 		}
 	}
 	if err := s.Policy.Validate(); err != nil {
-		return err
+		// The runner's wire code: a policy the server let through is the
+		// spec's fault, whatever the entry (the message names it).
+		return &Error{Code: ErrCodeInvalidPolicy, Message: errs.Of(err).Detail()}
 	}
 	if opts.Self == "" {
 		self, err := selfExe()

@@ -14,7 +14,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -22,12 +21,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/srt-mcp/srt-mcp/downloads"
+	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/executions"
-	"github.com/srt-mcp/srt-mcp/kernel"
 	"github.com/srt-mcp/srt-mcp/nofollow"
 	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/profiles"
@@ -210,12 +208,7 @@ func Owner(sessionID string) string { return "data:" + sessionID }
 
 // Error is a failure a door reports to its caller: a code of the tool
 // contract and a message saying what to change.
-type Error struct {
-	Code    string
-	Message string
-}
-
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
+type Error = errs.Error
 
 func errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
@@ -225,30 +218,8 @@ func errorf(code, format string, args ...any) *Error {
 // session registry, the runner or the executions manager returns. An
 // error without a code is internal_error; a full disk is storage_full.
 func CodeOf(err error) (code, msg string) {
-	var se *Error
-	var sse *sessions.Error
-	var re *runner.Error
-	var pe *policy.Error
-	var le *executions.LimitError
-	switch {
-	case errors.As(err, &se):
-		return se.Code, se.Message
-	case errors.As(err, &sse):
-		return sse.Code, sse.Message
-	case errors.As(err, &re):
-		return re.Code, re.Message
-	case errors.As(err, &pe):
-		return pe.Code, pe.Error()
-	case errors.As(err, &le):
-		return "too_many_executions", err.Error()
-	case errors.Is(err, executions.ErrExpired):
-		return "expired", err.Error()
-	case errors.Is(err, kernel.ErrBusy):
-		return "session_busy", "the session's interpreter is running another cell; wait for it to complete"
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return "storage_full", "the server's storage is full; free space (close sessions) and retry"
-	}
-	return "internal_error", err.Error()
+	e := errs.Of(err)
+	return e.Code, e.Detail()
 }
 
 // Runtimes is the language registry (discovered once).

@@ -30,6 +30,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/nofollow"
 )
 
@@ -37,12 +38,7 @@ import (
 const WorkspaceMount = "/mnt/data"
 
 // Session errors carry the seed 000 error codes.
-type Error struct {
-	Code    string // session_not_found, max_sessions, session_busy, invalid_session_id, ...
-	Message string
-}
-
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
+type Error = errs.Error
 
 func sessErr(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
