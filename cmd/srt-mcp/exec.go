@@ -243,7 +243,7 @@ func flagError(err error) error {
 	if !ok {
 		return err
 	}
-	return fmt.Errorf("%s (%s)", pe.Error(), pe.Code)
+	return fmt.Errorf("%s (%s)", pe.Detail(), pe.Code)
 }
 
 // parseSize reads "512M", "2G", "1048576", "64k".
