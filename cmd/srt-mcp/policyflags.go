@@ -12,6 +12,11 @@ import (
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
+// maxSettingsBytes bounds an srt settings file (--settings), as
+// settings.MaxBytes bounds serve's --config: a constant of its own, so that
+// exec in the light build does not link the settings package's watcher.
+const maxSettingsBytes = 1 << 20
+
 // policyFromFlags builds a policy the way exec and serve both do: the named
 // built-in profile, then --settings, then the flags they share (domains,
 // address ranges, pinned hosts, paths). The caller adds its own limits.
@@ -21,7 +26,7 @@ func policyFromFlags(c *cli.Context, profile string) (policy.Policy, policy.Poli
 		return p, policy.Policy{}, err
 	}
 	if f := c.String("settings"); f != "" {
-		data, err := opfile.Read(f, maxConfigBytes)
+		data, err := opfile.Read(f, maxSettingsBytes)
 		if err != nil {
 			return p, policy.Policy{}, fmt.Errorf("--settings: %v", err)
 		}

@@ -104,8 +104,8 @@ func serveCeiling(c *cli.Context, cf *configFile) (policy.Policy, error) {
 	if err != nil {
 		return p, err
 	}
-	if cf != nil && cf.srt != nil {
-		p = policy.Merge(p, *cf.srt) // after --settings, before the flags
+	if cf != nil && cf.Policy != nil {
+		p = policy.Merge(p, *cf.Policy) // after --settings, before the flags
 	}
 	for _, p := range append(append([]string{}, add.Filesystem.AllowRead...), add.Filesystem.AllowWrite...) {
 		if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") {
