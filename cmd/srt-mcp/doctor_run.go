@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/srt-mcp/srt-mcp/dockerbox"
+	"github.com/srt-mcp/srt-mcp/netproxy"
 	"github.com/srt-mcp/srt-mcp/profiles"
 	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/sessions"
@@ -88,7 +89,7 @@ func liveCheck(user *runner.SandboxUser) []check {
 	// Started by the light binary (make build), the doctor runs in the
 	// embedded server build: sandboxes run that light binary, as a
 	// server's do.
-	run, err := runner.Start(ctx, spec, sink, runner.Options{Egress: egress, Self: stageBinary()})
+	run, err := runner.Start(ctx, spec, sink, runner.Options{Egress: netproxy.Egress, Self: stageBinary()})
 	if err != nil {
 		return []check{{Name: "sandbox start", Status: "missing", Detail: err.Error(), Fix: "see the message above; srt-mcp never runs unsandboxed"}}
 	}

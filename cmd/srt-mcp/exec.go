@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/srt-mcp/srt-mcp/netproxy"
 	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
@@ -102,7 +103,7 @@ func runExec(c *cli.Context) error {
 			spec.Cols, spec.Rows = uint16(w), uint16(h)
 		}
 	}
-	opts := runner.Options{Egress: egress}
+	opts := runner.Options{Egress: netproxy.Egress}
 	if spec.Stdin == runner.StdinPipe {
 		opts.Stdin = os.Stdin
 	}

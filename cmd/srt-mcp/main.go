@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/srt-mcp/srt-mcp/netproxy"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
@@ -21,7 +22,7 @@ import (
 var version = "dev"
 
 func main() {
-	runner.Dispatch(runner.Options{Egress: egress})
+	runner.Dispatch(runner.Options{Egress: netproxy.Egress})
 	runner.CloexecFrom(3)
 	app := &cli.App{
 		Name:    "srt-mcp",

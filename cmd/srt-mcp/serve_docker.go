@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/srt-mcp/srt-mcp/dockerbox"
+	"github.com/srt-mcp/srt-mcp/netproxy"
 )
 
 // dockerBackend connects the Docker backend, removes the containers of
@@ -29,7 +30,7 @@ func dockerBackend(c *cli.Context, stateDir, instance, execStage string, fileSiz
 		return nil, fmt.Errorf("--cpu-limit must be positive")
 	}
 	b, err := dockerbox.New(context.Background(), dockerbox.Config{Image: c.String("image"), Memory: mem, CPUs: c.Float64("cpu-limit"),
-		StateDir: stateDir, Instance: instance, Egress: egress, ExecStage: execStage, FileSize: fileSize})
+		StateDir: stateDir, Instance: instance, Egress: netproxy.Egress, ExecStage: execStage, FileSize: fileSize})
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package main
+package netproxy
 
 import (
 	"context"
@@ -7,14 +7,18 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/srt-mcp/srt-mcp/netproxy"
 	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
-// egress wires netproxy into the runner: the runner opens the listeners in
-// the sandbox, netproxy decides and dials.
-func egress(n policy.Network, token string, httpL, socksL net.Listener, report func(runner.Violation)) (io.Closer, error) {
+// Egress starts one execution's proxy on the two listeners the runner
+// opened in its sandbox (httpL for HTTP and CONNECT, socksL for SOCKS5),
+// deciding with n and requiring token, and reports each decision to
+// report as a runner.Violation. The returned Closer stops it and reports
+// the bytes it carried. It is the runner.EgressFunc main hands the runner:
+// the runner opens the listeners, netproxy decides and dials (runner
+// cannot import netproxy, which imports it for Violation).
+func Egress(n policy.Network, token string, httpL, socksL net.Listener, report func(runner.Violation)) (io.Closer, error) {
 	dec, err := policy.NewDecider(n)
 	if err != nil {
 		return nil, err
@@ -23,13 +27,13 @@ func egress(n policy.Network, token string, httpL, socksL net.Listener, report f
 	if err != nil {
 		return nil, err
 	}
-	var res netproxy.Resolver = net.DefaultResolver
+	var res Resolver = net.DefaultResolver
 	if len(n.Hosts) > 0 {
 		res = hostsResolver{hosts: n.Hosts, next: net.DefaultResolver}
 	}
-	p, err := netproxy.New(netproxy.Config{
+	p, err := New(Config{
 		Decider: dec, Token: token, Resolver: res, AllowedRanges: ranges,
-		OnDecision: func(d netproxy.Decision) {
+		OnDecision: func(d Decision) {
 			v := runner.Violation{Kind: "network", Decision: "deny", Host: d.Host, Port: d.Port, Rule: d.Rule, Protocol: d.Protocol}
 			if d.Allow {
 				v.Decision = "allow"
@@ -45,9 +49,12 @@ func egress(n policy.Network, token string, httpL, socksL net.Listener, report f
 	return &egressCloser{p: p, report: report}, nil
 }
 
+// Egress is what the runner's option asks for.
+var _ runner.EgressFunc = Egress
+
 // egressCloser stops the proxy and reports what it carried.
 type egressCloser struct {
-	p      *netproxy.Proxy
+	p      *Proxy
 	report func(runner.Violation)
 }
 
@@ -59,10 +66,11 @@ func (e *egressCloser) Close() error {
 	return err
 }
 
-// hostsResolver answers the operator's pinned names, then asks the system.
+// hostsResolver answers the operator's pinned names (--resolve HOST=IP),
+// then asks next.
 type hostsResolver struct {
 	hosts map[string]string
-	next  netproxy.Resolver
+	next  Resolver
 }
 
 func (h hostsResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
