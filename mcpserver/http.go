@@ -3,8 +3,6 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,16 +21,6 @@ type HTTPConfig struct {
 	SessionTTL time.Duration
 	// Replica, when set, is named in every Mcp-Session-Id minted here.
 	Replica string
-}
-
-// PrincipalOf names the principal of the server's single --token: a hash
-// of it, or "anonymous" without one. (Named keys are "key:NAME".)
-func PrincipalOf(token string) string {
-	if token == "" {
-		return "anonymous"
-	}
-	sum := sha256.Sum256([]byte(token))
-	return "bearer:" + hex.EncodeToString(sum[:8])
 }
 
 // Handler serves MCP's Streamable HTTP transport (mounted at /mcp).

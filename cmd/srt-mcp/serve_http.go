@@ -3,7 +3,6 @@
 package main
 
 import (
-	"crypto/subtle"
 	"net/http"
 	"strings"
 	"time"
@@ -53,22 +52,9 @@ func httpRoutes(cfg httpConfig, svc *service.Service, srv *mcpserver.Server, o *
 		cfg.MaxBody = 4 << 20
 	}
 	g := guard.New(guard.Config{AllowedOrigins: cfg.AllowedOrigins, AllowedHosts: cfg.AllowedHosts, MaxBody: cfg.MaxBody, Rate: cfg.RateLimit})
+	// A route's API key: a named key or the single --token (package apikeys).
 	bearer := func(refuse func(w http.ResponseWriter)) func(w http.ResponseWriter, r *http.Request) (string, bool) {
-		principal := mcpserver.PrincipalOf(cfg.Token)
-		return func(w http.ResponseWriter, r *http.Request) (string, bool) {
-			if cfg.Token == "" && cfg.Keys == nil {
-				return principal, true
-			}
-			got := strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
-			if p, ok := cfg.Keys.Check(got); ok {
-				return p, true
-			}
-			if cfg.Token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(cfg.Token)) == 1 {
-				return principal, true
-			}
-			refuse(w)
-			return "", false
-		}
+		return apikeys.Bearer(cfg.Token, cfg.Keys, refuse)
 	}
 	mcpAuth := bearer(func(w http.ResponseWriter) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="srt-mcp"`)
