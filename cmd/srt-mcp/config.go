@@ -1,11 +1,16 @@
+//go:build !embedserver
+
 package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -21,7 +26,7 @@ import (
 // configFile is one reading of the settings file.
 type configFile struct {
 	*settings.File
-	path string // File.Path
+	path string // File.Path, the name serve_run.go logs it by
 }
 
 // readConfig reads and checks path against the flags of serve.
@@ -90,4 +95,32 @@ func watchConfig(ctx context.Context, cf *configFile, flags []cli.Flag, logger *
 		return ceilingFromArgs(serveArgs(), flags, &configFile{File: next, path: next.Path})
 	}
 	return settings.Watch(ctx, cf.File, flagNames(flags), logger, ceiling, apply)
+}
+
+// serveCeiling builds the operator's ceiling from the serve profile, a
+// settings file, and the flags.
+func serveCeiling(c *cli.Context, cf *configFile) (policy.Policy, error) {
+	p, add, err := policyFromFlags(c, "serve")
+	if err != nil {
+		return p, err
+	}
+	if cf != nil && cf.Policy != nil {
+		p = policy.Merge(p, *cf.Policy) // after --settings, before the flags
+	}
+	for _, p := range append(append([]string{}, add.Filesystem.AllowRead...), add.Filesystem.AllowWrite...) {
+		if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") {
+			return policy.Policy{}, fmt.Errorf("--allow-read/--allow-write %q: the server has no meaningful working directory; give an absolute path", p)
+		}
+	}
+	add.Limits.Timeout = policy.Duration(time.Duration(c.Float64("max-timeout") * float64(time.Second)))
+	add.Limits.MaxProcesses = c.Int("max-procs")
+	for flag, dst := range map[string]*int64{"max-memory": &add.Limits.MaxMemoryBytes, "max-output": &add.Limits.MaxOutputBytes} {
+		n, err := parseSize(c.String(flag))
+		if err != nil {
+			return p, fmt.Errorf("--%s %q: %v", flag, c.String(flag), err)
+		}
+		*dst = n
+	}
+	p = policy.Merge(p, add)
+	return p, p.Validate()
 }

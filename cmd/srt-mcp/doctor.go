@@ -14,11 +14,3 @@ var doctorCommand = &cli.Command{
 	},
 	Action: runDoctor,
 }
-
-// check is one line of the doctor's report.
-type check struct {
-	Name   string `json:"name"`
-	Status string `json:"status"` // ok, warn, missing
-	Detail string `json:"detail"`
-	Fix    string `json:"fix,omitempty"`
-}

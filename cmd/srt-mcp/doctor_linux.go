@@ -1,3 +1,5 @@
+//go:build !embedserver
+
 package main
 
 import (

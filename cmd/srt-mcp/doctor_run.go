@@ -23,6 +23,14 @@ import (
 	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
+// check is one line of the doctor's report.
+type check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // ok, warn, missing
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
 func runDoctor(c *cli.Context) error {
 	user, err := sandboxUser(c)
 	if err != nil {

@@ -1,3 +1,5 @@
+//go:build !embedserver
+
 package main
 
 import (
@@ -37,15 +39,4 @@ func newLogger(c *cli.Context) (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: use json or console", c.String("log-format"))
-}
-
-// defaultStateDir is /var/lib/srt-mcp for root, else the XDG state home.
-func defaultStateDir(home string) string {
-	if os.Geteuid() == 0 {
-		return "/var/lib/srt-mcp"
-	}
-	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
-		return filepath.Join(x, "srt-mcp")
-	}
-	return filepath.Join(home, ".local", "state", "srt-mcp")
 }

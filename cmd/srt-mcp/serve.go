@@ -1,15 +1,10 @@
 package main
 
 import (
-	"fmt"
-	"net"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/srt-mcp/srt-mcp/policy"
 )
 
 // runnerBinaryEnv names the light srt-mcp binary a server started by the
@@ -95,42 +90,6 @@ A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) or --token-file unle
 		&cli.StringFlag{Name: "log-file", EnvVars: []string{"SANDBOX_LOG_FILE"}, Usage: "append logs to this file instead of stderr"},
 	},
 	Action: runServe,
-}
-
-// serveCeiling builds the operator's ceiling from the serve profile, a
-// settings file, and the flags.
-func serveCeiling(c *cli.Context, cf *configFile) (policy.Policy, error) {
-	p, add, err := policyFromFlags(c, "serve")
-	if err != nil {
-		return p, err
-	}
-	if cf != nil && cf.Policy != nil {
-		p = policy.Merge(p, *cf.Policy) // after --settings, before the flags
-	}
-	for _, p := range append(append([]string{}, add.Filesystem.AllowRead...), add.Filesystem.AllowWrite...) {
-		if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") {
-			return policy.Policy{}, fmt.Errorf("--allow-read/--allow-write %q: the server has no meaningful working directory; give an absolute path", p)
-		}
-	}
-	add.Limits.Timeout = policy.Duration(time.Duration(c.Float64("max-timeout") * float64(time.Second)))
-	add.Limits.MaxProcesses = c.Int("max-procs")
-	for flag, dst := range map[string]*int64{"max-memory": &add.Limits.MaxMemoryBytes, "max-output": &add.Limits.MaxOutputBytes} {
-		n, err := parseSize(c.String(flag))
-		if err != nil {
-			return p, fmt.Errorf("--%s %q: %v", flag, c.String(flag), err)
-		}
-		*dst = n
-	}
-	p = policy.Merge(p, add)
-	return p, p.Validate()
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // defaultMaxMemory is --max-memory's default: 2G, or none on macOS, which
