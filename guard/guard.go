@@ -1,9 +1,11 @@
 // Package guard is the one set of checks every HTTP route of srt-mcp
 // passes before its handler runs: the Host header against DNS rebinding,
-// the Origin against cross-site requests, a body cap, the route's own
-// authentication, and a rate limit per caller. The routes differ only in
-// how they authenticate (a bearer token, LibreChat's API key or JWT, a
-// signed URL) and in their caps.
+// the Origin and Sec-Fetch-Site against cross-site requests, a body cap,
+// the route's own authentication, and a rate limit per caller; a refused
+// request's connection is closed. The routes differ only in how they
+// authenticate (a bearer token, LibreChat's API key or JWT, a signed URL)
+// and in their caps. Below the routes, Listener bounds the connections one
+// address (and all together) may hold open.
 //
 // The attackers it stands against: a remote caller (any request, any rate)
 // and a web page in the operator's browser, which can send simple
@@ -59,6 +61,11 @@ type Route struct {
 	// (Mcp-Session-Id, with its principal); elsewhere the header means
 	// nothing and a caller is its principal and address.
 	PerSession bool
+	// CrossSite lets a browser's cross-site request through (signed
+	// download links, meant to be followed from anywhere; probes).
+	// Everywhere else Sec-Fetch-Site: cross-site is refused: an <img> or
+	// <script> tag on another site sends no Origin, but browsers mark it.
+	CrossSite bool
 }
 
 // Guard applies Config to routes.
@@ -96,6 +103,11 @@ func New(cfg Config) *Guard {
 // Wrap puts h behind the guard.
 func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w = &closeOnRefusal{ResponseWriter: w}
+		if !rt.CrossSite && strings.EqualFold(r.Header.Get("Sec-Fetch-Site"), "cross-site") {
+			http.Error(w, "forbidden: a cross-site browser request (Sec-Fetch-Site: cross-site); the playground and the API answer their own pages only", http.StatusForbidden)
+			return
+		}
 		if !rt.AnyHost && !g.HostAllowed(r.Host) {
 			http.Error(w, "forbidden: Host "+r.Host+" is not one this server answers to (a DNS-rebinding guard); add it with --allowed-host", http.StatusForbidden)
 			return
@@ -132,6 +144,29 @@ func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// closeOnRefusal closes the connection of a refused request (401, 403,
+// 429, 413): a caller turned away holds nothing of the server's, not even
+// an idle keep-alive connection.
+type closeOnRefusal struct{ http.ResponseWriter }
+
+func (c *closeOnRefusal) WriteHeader(code int) {
+	switch code {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusRequestEntityTooLarge:
+		c.Header().Set("Connection", "close")
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+// Flush passes streaming on (SSE routes).
+func (c *closeOnRefusal) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (c *closeOnRefusal) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 type principalKey struct{}
 

@@ -1,11 +1,14 @@
 package guard
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestHostAllowed(t *testing.T) {
@@ -110,5 +113,90 @@ func TestWrap(t *testing.T) {
 	}
 	if n := len(g.limiters); n > maxLimiters {
 		t.Errorf("%d limiters kept", n)
+	}
+}
+
+// A cross-site browser request is refused unless its route allows it; a
+// refused request's connection is closed.
+func TestCrossSiteAndRefusals(t *testing.T) {
+	g := New(Config{})
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	deny := func(w http.ResponseWriter, r *http.Request) (string, bool) {
+		http.Error(w, "no", http.StatusUnauthorized)
+		return "", false
+	}
+	for _, tc := range []struct {
+		rt    Route
+		site  string
+		code  int
+		close bool
+	}{
+		{Route{}, "cross-site", 403, true},
+		{Route{}, "Cross-Site", 403, true},
+		{Route{}, "same-origin", 200, false},
+		{Route{}, "none", 200, false},
+		{Route{}, "", 200, false},
+		{Route{CrossSite: true}, "cross-site", 200, false},
+		{Route{Auth: deny}, "", 401, true},
+	} {
+		r := httptest.NewRequest("GET", "http://127.0.0.1:8080/x", nil)
+		r.RemoteAddr = "127.0.0.1:5000"
+		if tc.site != "" {
+			r.Header.Set("Sec-Fetch-Site", tc.site)
+		}
+		w := httptest.NewRecorder()
+		g.Wrap(tc.rt, ok).ServeHTTP(w, r)
+		if w.Code != tc.code || (w.Header().Get("Connection") == "close") != tc.close {
+			t.Errorf("%+v Sec-Fetch-Site %q: %d, Connection %q; want %d, close %v", tc.rt, tc.site, w.Code, w.Header().Get("Connection"), tc.code, tc.close)
+		}
+	}
+}
+
+// Listener closes connections past its bounds as they arrive, and counts
+// a closed one out.
+func TestListenerBounds(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Listener(ln, 2, 3)
+	defer l.Close()
+	accepted := make(chan net.Conn, 10)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	dial := func(from string) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		c, err := d.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	closed := func(c net.Conn) bool {
+		_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		_, err := c.Read(make([]byte, 1))
+		var ne net.Error
+		return !(errors.As(err, &ne) && ne.Timeout())
+	}
+	a1, a2, a3 := dial("127.0.0.1"), dial("127.0.0.1"), dial("127.0.0.1")
+	if closed(a1) || closed(a2) || !closed(a3) {
+		t.Fatal("the third connection of one address must be closed, the first two kept")
+	}
+	b1, b2 := dial("127.0.0.2"), dial("127.0.0.2")
+	if closed(b1) || !closed(b2) {
+		t.Fatal("past the total of 3, a connection is closed whatever its address")
+	}
+	first := <-accepted
+	first.Close()
+	if c := dial("127.0.0.3"); closed(c) {
+		t.Fatal("a closed connection frees its place")
 	}
 }
