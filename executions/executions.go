@@ -8,7 +8,8 @@
 // An execution belongs to an owner (an MCP session, or the authenticated
 // principal of a client without sessions). Every lookup takes the owner:
 // another owner cannot read, write stdin to, or cancel it, and cannot even
-// learn that it exists.
+// learn that it exists. It also counts against its principal's share of
+// the server's execution slots, so that no principal takes them all.
 package executions
 
 import (
@@ -92,10 +93,13 @@ type Starter func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, err
 
 // Config sets the Manager's limits.
 type Config struct {
-	MaxConcurrent int           // running executions, all owners (default 10)
-	MaxPerOwner   int           // running executions per owner (default 5)
-	Retention     time.Duration // how long finished executions stay readable (default 15m)
-	MaxEvents     int           // events kept per execution (default 20000)
+	MaxConcurrent int // running executions, all owners (default 10)
+	MaxPerOwner   int // running executions per owner (default 5)
+	// MaxPerPrincipal bounds the sandboxes one principal runs at once (0:
+	// MaxConcurrent): its share of the server.
+	MaxPerPrincipal int
+	Retention       time.Duration // how long finished executions stay readable (default 15m)
+	MaxEvents       int           // events kept per execution (default 20000)
 	// MaxRetainedBytes bounds the output all executions hold (default 256
 	// MiB): past it, the finished executions that ended first are freed.
 	MaxRetainedBytes int64
@@ -118,8 +122,10 @@ type Manager struct {
 	mu      sync.Mutex
 	execs   map[string]*Execution
 	running map[string]int // owner -> running count
-	total   int
-	freed   int // executions freed since the last reclaim
+	// sandboxesOf counts the running sandboxes of each principal.
+	sandboxesOf map[string]int
+	total       int
+	freed       int // executions freed since the last reclaim
 	// sandboxes counts the running executions that started a sandbox
 	// (MaxConcurrent bounds them; cells run in a kernel already started).
 	sandboxes int
@@ -152,18 +158,29 @@ func NewManager(cfg Config) *Manager {
 			return runner.StartProcess(s, sink)
 		}
 	}
-	m := &Manager{cfg: cfg, execs: map[string]*Execution{}, running: map[string]int{}, expired: map[string]string{}, stop: make(chan struct{})}
+	m := &Manager{cfg: cfg, execs: map[string]*Execution{}, running: map[string]int{}, sandboxesOf: map[string]int{},
+		expired: map[string]string{}, stop: make(chan struct{})}
 	go m.sweepLoop()
 	return m
 }
 
+// Owner is who an execution belongs to.
+type Owner struct {
+	// Key scopes it: lookups (Lookup's may) and the per-owner limit.
+	Key string
+	// Principal counts its sandbox against the principal's share of the
+	// server ("": the server's own work, unshared).
+	Principal string
+}
+
 // Execution is one run and its event log.
 type Execution struct {
-	ID      string
-	Owner   string
-	Label   string // the command, for listings
-	Created time.Time
-	m       *Manager
+	ID        string
+	Owner     string // its Owner's Key
+	Principal string
+	Label     string // the command, for listings
+	Created   time.Time
+	m         *Manager
 
 	mu        sync.Mutex
 	state     State
@@ -181,7 +198,7 @@ type Execution struct {
 
 // Start launches spec for owner. It refuses, never queues, when a limit is
 // reached.
-func (m *Manager) Start(owner, label string, spec runner.Spec) (*Execution, error) {
+func (m *Manager) Start(owner Owner, label string, spec runner.Spec) (*Execution, error) {
 	return m.StartWith(owner, label, spec, m.cfg.Start)
 }
 
@@ -189,7 +206,7 @@ func (m *Manager) Start(owner, label string, spec runner.Spec) (*Execution, erro
 func (m *Manager) Starter() Starter { return m.cfg.Start }
 
 // StartWith is Start with another launcher (a data session's backend).
-func (m *Manager) StartWith(owner, label string, spec runner.Spec, start Starter) (*Execution, error) {
+func (m *Manager) StartWith(owner Owner, label string, spec runner.Spec, start Starter) (*Execution, error) {
 	return m.start(owner, label, spec, start, true)
 }
 
@@ -197,15 +214,21 @@ func (m *Manager) StartWith(owner, label string, spec runner.Spec, start Starter
 // session's kernel): it counts against the owner's limit but not against
 // MaxConcurrent, which bounds the sandboxes started at once (the kernels
 // themselves are bounded by the session cap).
-func (m *Manager) StartCell(owner, label string, start Starter) (*Execution, error) {
+func (m *Manager) StartCell(owner Owner, label string, start Starter) (*Execution, error) {
 	return m.start(owner, label, runner.Spec{}, start, false)
 }
 
-func (m *Manager) start(owner, label string, spec runner.Spec, start Starter, global bool) (*Execution, error) {
+func (m *Manager) start(o Owner, label string, spec runner.Spec, start Starter, global bool) (*Execution, error) {
+	owner := o.Key
 	m.mu.Lock()
 	if global && m.sandboxes >= m.cfg.MaxConcurrent {
 		m.mu.Unlock()
 		return nil, limitError("global", m.cfg.MaxConcurrent)
+	}
+	if share := m.cfg.MaxPerPrincipal; global && o.Principal != "" && share > 0 && m.sandboxesOf[o.Principal] >= share {
+		m.mu.Unlock()
+		return nil, errs.New(errs.TooManyExecutions, "this API key is running %d executions, its share of the server's %d (SANDBOX_MAX_CONCURRENT is shared between keys); wait for one to finish or cancel one",
+			m.sandboxesOf[o.Principal], m.cfg.MaxConcurrent)
 	}
 	if m.running[owner] >= m.cfg.MaxPerOwner {
 		m.mu.Unlock()
@@ -215,12 +238,13 @@ func (m *Manager) start(owner, label string, spec runner.Spec, start Starter, gl
 	if m.cfg.Replica != "" {
 		id = "exec_" + m.cfg.Replica + "_" + id
 	}
-	e := &Execution{ID: id, Owner: owner, Label: label, Created: time.Now(), m: m,
+	e := &Execution{ID: id, Owner: owner, Principal: o.Principal, Label: label, Created: time.Now(), m: m,
 		state: StateCreated, changed: make(chan struct{}), sandbox: global}
 	m.execs[e.ID] = e
 	m.total++
 	if global {
 		m.sandboxes++
+		m.sandboxesOf[o.Principal]++
 	}
 	m.running[owner]++
 	m.mu.Unlock()
@@ -250,19 +274,27 @@ func (m *Manager) start(owner, label string, spec runner.Spec, start Starter, gl
 }
 
 // onEvent appends one runner event; the terminal one settles the state.
+//
+// What the event holds is reserved in the server's retained-output budget
+// first: a running execution's output past the budget (once every finished
+// execution that could be freed is) is dropped, and the execution says its
+// events were cut. Terminal events are always kept.
 func (e *Execution) onEvent(ev runner.Event) {
+	size := int64(len(ev.Data)) + eventOverhead
+	reserved := e.m.reserve(size, ev.Terminal())
 	e.mu.Lock()
 	// The execution numbers its events itself: the server adds events of
 	// its own (file changes) between the runner's.
 	e.seq++
 	ev.Seq = e.seq
-	var size int64
-	if len(e.events) < e.m.cfg.MaxEvents || ev.Terminal() {
+	if reserved && (len(e.events) < e.m.cfg.MaxEvents || ev.Terminal()) {
 		e.events = append(e.events, ev)
-		size = int64(len(ev.Data)) + eventOverhead
 		e.bytes += size
 	} else {
 		e.dropped = true
+		if reserved {
+			e.m.unreserve(size)
+		}
 	}
 	var released bool
 	if ev.Terminal() && e.end == nil {
@@ -299,10 +331,8 @@ func (e *Execution) onEvent(ev runner.Event) {
 				e.m.freeLocked(e)
 			}
 			e.m.mu.Unlock()
-			return
 		}
 	}
-	e.m.account(size)
 }
 
 // ForgetOwner frees owner's finished executions now and the running ones
@@ -330,15 +360,33 @@ func (m *Manager) ForgetWhere(may func(owner string) bool) {
 	}
 }
 
-// account adds an execution's new output to the server's total and, past
-// the budget, frees finished executions, those that ended first first.
-func (m *Manager) account(n int64) {
+// reserve takes n bytes of the retained-output budget for an event. Past
+// the budget it frees finished executions, those that ended first first;
+// if that is not enough the event is refused (false), unless force (a
+// terminal event: every execution keeps its end).
+func (m *Manager) reserve(n int64, force bool) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.bytes += n
-	if m.bytes <= m.cfg.MaxRetainedBytes {
-		return
+	if m.bytes+n > m.cfg.MaxRetainedBytes {
+		m.freeFinishedLocked(m.cfg.MaxRetainedBytes - m.cfg.MaxRetainedBytes/10 - n)
 	}
+	if m.bytes+n > m.cfg.MaxRetainedBytes && !force {
+		return false
+	}
+	m.bytes += n
+	return true
+}
+
+// unreserve gives back a reservation whose event was not kept.
+func (m *Manager) unreserve(n int64) {
+	m.mu.Lock()
+	m.bytes -= n
+	m.mu.Unlock()
+}
+
+// freeFinishedLocked frees finished executions, those that ended first
+// first, until the output held is at most target.
+func (m *Manager) freeFinishedLocked(target int64) {
 	var done []*Execution
 	for _, e := range m.execs {
 		e.mu.Lock()
@@ -348,7 +396,6 @@ func (m *Manager) account(n int64) {
 		e.mu.Unlock()
 	}
 	sort.Slice(done, func(i, j int) bool { return done[i].endedAt.Before(done[j].endedAt) })
-	target := m.cfg.MaxRetainedBytes - m.cfg.MaxRetainedBytes/10
 	for _, e := range done {
 		if m.bytes <= target {
 			break
@@ -395,6 +442,9 @@ func (m *Manager) release(e *Execution) {
 	m.total--
 	if e.sandbox {
 		m.sandboxes--
+		if m.sandboxesOf[e.Principal]--; m.sandboxesOf[e.Principal] <= 0 {
+			delete(m.sandboxesOf, e.Principal)
+		}
 	}
 	if m.running[e.Owner]--; m.running[e.Owner] <= 0 {
 		delete(m.running, e.Owner)

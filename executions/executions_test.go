@@ -52,13 +52,13 @@ func TestLimitsStatesAndCursors(t *testing.T) {
 		s.emit(runner.EventReady, "")
 		return handle{s}, nil
 	}})
-	a1, _ := m.Start("a", "one", runner.Spec{})
-	_, _ = m.Start("a", "two", runner.Spec{})
-	if _, err := m.Start("a", "three", runner.Spec{}); !isLimit(err, "session") {
+	a1, _ := m.Start(Owner{Key: "a"}, "one", runner.Spec{})
+	_, _ = m.Start(Owner{Key: "a"}, "two", runner.Spec{})
+	if _, err := m.Start(Owner{Key: "a"}, "three", runner.Spec{}); !isLimit(err, "session") {
 		t.Fatalf("per-owner limit: %v", err)
 	}
-	_, _ = m.Start("b", "x", runner.Spec{})
-	if _, err := m.Start("c", "y", runner.Spec{}); !isLimit(err, "global") {
+	_, _ = m.Start(Owner{Key: "b"}, "x", runner.Spec{})
+	if _, err := m.Start(Owner{Key: "c"}, "y", runner.Spec{}); !isLimit(err, "global") {
 		t.Fatalf("global limit: %v", err)
 	}
 	if _, err := m.Get("b", a1.ID); !errors.Is(err, ErrNotFound) {
@@ -80,7 +80,7 @@ func TestLimitsStatesAndCursors(t *testing.T) {
 		t.Fatalf("cursor/wait: %+v", sn)
 	}
 	// The slot is free again.
-	if _, err := m.Start("a", "four", runner.Spec{}); err != nil {
+	if _, err := m.Start(Owner{Key: "a"}, "four", runner.Spec{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := a1.Cancel(false); !errors.Is(err, ErrFinished) {
@@ -119,14 +119,14 @@ func TestRetainedOutputBudget(t *testing.T) {
 	chunk := string(make([]byte, 1<<20))
 	var ids []string
 	for i := 0; i < 12; i++ {
-		e, _ := m.Start("a", "big", runner.Spec{})
+		e, _ := m.Start(Owner{Key: "a"}, "big", runner.Spec{})
 		s := scripts[len(scripts)-1]
 		s.emit(runner.EventStdout, chunk)
 		s.emit(runner.EventExit, "")
 		ids = append(ids, e.ID)
 		time.Sleep(time.Millisecond)
 	}
-	running, _ := m.Start("a", "still running", runner.Spec{})
+	running, _ := m.Start(Owner{Key: "a"}, "still running", runner.Spec{})
 	for i := 0; i < 12; i++ {
 		scripts[len(scripts)-1].emit(runner.EventStdout, chunk)
 	}
@@ -144,5 +144,82 @@ func TestRetainedOutputBudget(t *testing.T) {
 	}
 	if _, err := m.Get("a", "no-such-id"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("an unknown id: %v", err)
+	}
+}
+
+// No principal takes every sandbox slot: with MaxPerPrincipal 2 of 4, a
+// third run of one principal is refused (saying it is its share) while
+// another principal still starts, and a finished run frees its slot.
+func TestPrincipalShare(t *testing.T) {
+	var scripts []*script
+	m := NewManager(Config{MaxConcurrent: 4, MaxPerOwner: 10, MaxPerPrincipal: 2, Start: func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+		s := &script{sink: sink, done: make(chan struct{}), cancel: make(chan bool, 1)}
+		scripts = append(scripts, s)
+		s.emit(runner.EventReady, "")
+		return handle{s}, nil
+	}})
+	alice := Owner{Key: "a1", Principal: "key:alice"}
+	if _, err := m.Start(alice, "1", runner.Spec{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Start(Owner{Key: "a2", Principal: "key:alice"}, "2", runner.Spec{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := m.Start(Owner{Key: "a3", Principal: "key:alice"}, "3", runner.Spec{})
+	if !errs.Has(err, errs.TooManyExecutions) || !strings.Contains(err.Error(), "share") {
+		t.Fatalf("alice's third run: %v", err)
+	}
+	if _, err := m.Start(Owner{Key: "b1", Principal: "key:bob"}, "b", runner.Spec{}); err != nil {
+		t.Fatalf("bob while alice holds her share: %v", err)
+	}
+	if _, err := m.StartCell(Owner{Key: "a4", Principal: "key:alice"}, "cell", func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+		s := &script{sink: sink, done: make(chan struct{}), cancel: make(chan bool, 1)}
+		return handle{s}, nil
+	}); err != nil {
+		t.Fatalf("a cell runs in a kernel already started: no sandbox slot: %v", err)
+	}
+	scripts[0].emit(runner.EventExit, "")
+	if _, err := m.Start(Owner{Key: "a3", Principal: "key:alice"}, "3", runner.Spec{}); err != nil {
+		t.Fatalf("alice after one of hers finished: %v", err)
+	}
+}
+
+// Running executions stay within the retained-output budget too: past it,
+// when no finished execution is left to free, their output is dropped and
+// each says its events were cut; their ends are kept.
+func TestRetainedOutputBudgetWhileRunning(t *testing.T) {
+	var scripts []*script
+	m := NewManager(Config{MaxConcurrent: 10, MaxPerOwner: 10, MaxRetainedBytes: 1 << 20, Start: func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+		s := &script{sink: sink, done: make(chan struct{}), cancel: make(chan bool, 1)}
+		scripts = append(scripts, s)
+		return handle{s}, nil
+	}})
+	var execs []*Execution
+	for i := 0; i < 3; i++ {
+		e, _ := m.Start(Owner{Key: "a"}, "big", runner.Spec{})
+		execs = append(execs, e)
+	}
+	chunk := string(make([]byte, 64<<10))
+	for round := 0; round < 10; round++ {
+		for _, s := range scripts {
+			s.emit(runner.EventStdout, chunk)
+		}
+	}
+	if b := m.RetainedBytes(); b > 1<<20 {
+		t.Fatalf("%d bytes held by running executions, past the 1 MiB budget", b)
+	}
+	cut := 0
+	for i, s := range scripts {
+		s.emit(runner.EventExit, "")
+		sn := execs[i].Snapshot(0)
+		if sn.Dropped {
+			cut++
+		}
+		if sn.End == nil || sn.State != StateExited {
+			t.Errorf("execution %d lost its end: %+v", i, sn.End)
+		}
+	}
+	if cut == 0 {
+		t.Error("no execution says its output was cut")
 	}
 }

@@ -186,11 +186,40 @@ func artifactNames(v map[string]any) []string {
 	return out
 }
 
-func signedURL(base, sid, name string, exp int64) string {
+// signedURL signs a download URL the way the server does, for name in
+// the incarnation inc of session sid.
+func signedURL(base, sid, inc, name string, exp int64) string {
 	e := strconv.FormatInt(exp, 10)
 	m := hmac.New(sha256.New, []byte(testFileSecret))
-	m.Write([]byte(sid + "/" + name + "\n" + e))
-	return fmt.Sprintf("%s/files/%s/%s?exp=%s&sig=%s", base, sid, (&url.URL{Path: name}).EscapedPath(), e, hex.EncodeToString(m.Sum(nil)))
+	m.Write([]byte(sid + "/" + name + "\n" + e + "\n" + inc))
+	return fmt.Sprintf("%s/files/%s/%s?exp=%s&inc=%s&sig=%s", base, sid, (&url.URL{Path: name}).EscapedPath(), e, inc, hex.EncodeToString(m.Sum(nil)))
+}
+
+// incOf is the incarnation a download URL names.
+func incOf(t *testing.T, u string) string {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil || p.Query().Get("inc") == "" {
+		t.Fatalf("no incarnation in %q", u)
+	}
+	return p.Query().Get("inc")
+}
+
+// incarnation is session sid's incarnation, from a download URL the server
+// signed for it (a probe file is uploaded when it has none).
+func (d *dataServer) incarnation(sid string) string {
+	d.t.Helper()
+	v, _ := d.call("list_artifacts", map[string]any{"session_id": sid})
+	arts, _ := v["artifacts"].([]any)
+	if len(arts) == 0 {
+		d.upload(sid, "inc-probe.txt", "x")
+		v, _ = d.call("list_artifacts", map[string]any{"session_id": sid})
+		arts, _ = v["artifacts"].([]any)
+	}
+	if len(arts) == 0 {
+		d.t.Fatalf("no artifacts in %s: %v", sid, v)
+	}
+	return incOf(d.t, arts[0].(map[string]any)["download_url"].(string))
 }
 
 func (d *dataServer) base() string { return strings.TrimSuffix(d.url, "/mcp") }
@@ -376,26 +405,28 @@ func testDataDownloads(t *testing.T, backend []string) {
 		t.Fatalf("download: %d %v %q", code, h, body)
 	}
 	future := time.Now().Add(time.Hour).Unix()
-	if code, h, _ := httpGet(t, signedURL(d.base(), sid, "report data.csv", future)); code != 200 || h.Get("Content-Type") != "text/csv" {
+	inc := incOf(t, u)
+	if code, h, _ := httpGet(t, signedURL(d.base(), sid, inc, "report data.csv", future)); code != 200 || h.Get("Content-Type") != "text/csv" {
 		t.Fatalf("an escaped name: %d", code)
 	}
 	for name, url := range map[string]string{
-		"expired":         signedURL(d.base(), sid, "chart.svg", time.Now().Add(-time.Minute).Unix()),
-		"tampered sig":    strings.Replace(u, "sig=", "sig=00", 1),
-		"no sig":          d.base() + "/files/" + sid + "/chart.svg",
-		"other file":      strings.Replace(u, "chart.svg", "report%20data.csv", 1),
-		"exp moved":       strings.Replace(u, "exp=", "exp=9", 1),
-		"other session":   strings.Replace(u, sid, "sess_000000000000", 1),
-		"traversal sig'd": signedURL(d.base(), sid, "../../etc/passwd", future),
+		"expired":           signedURL(d.base(), sid, inc, "chart.svg", time.Now().Add(-time.Minute).Unix()),
+		"tampered sig":      strings.Replace(u, "sig=", "sig=00", 1),
+		"no sig":            d.base() + "/files/" + sid + "/chart.svg",
+		"other file":        strings.Replace(u, "chart.svg", "report%20data.csv", 1),
+		"exp moved":         strings.Replace(u, "exp=", "exp=9", 1),
+		"other session":     strings.Replace(u, sid, "sess_000000000000", 1),
+		"traversal sig'd":   signedURL(d.base(), sid, inc, "../../etc/passwd", future),
+		"other incarnation": signedURL(d.base(), sid, "0123456789abcdef", "chart.svg", future) + "&x",
 	} {
-		if code, _, body := httpGet(t, url); code != 403 && !(name == "traversal sig'd" && code >= 400) {
+		if code, _, body := httpGet(t, url); code != 403 && !(name == "traversal sig'd" && code >= 400) && !(name == "other incarnation" && code == 404) {
 			t.Errorf("%s: want 403, got %d %s", name, code, body)
 		}
 	}
-	if code, _, _ := httpGet(t, signedURL(d.base(), sid, "missing.csv", future)); code != 404 {
+	if code, _, _ := httpGet(t, signedURL(d.base(), sid, inc, "missing.csv", future)); code != 404 {
 		t.Errorf("missing file: want 404, got %d", code)
 	}
-	if code, _, _ := httpGet(t, signedURL(d.base(), "sess_000000000000", "chart.svg", future)); code != 404 {
+	if code, _, _ := httpGet(t, signedURL(d.base(), "sess_000000000000", inc, "chart.svg", future)); code != 404 {
 		t.Errorf("missing session: want 404, got %d", code)
 	}
 	// The secret is generated and kept 0600 when none is configured.
@@ -508,8 +539,9 @@ print("FOUND", found)
 		t.Fatal("/tmp/pwned was written")
 	}
 	future := time.Now().Add(time.Hour).Unix()
+	attackerInc := d.incarnation(attacker)
 	for _, name := range []string{"leak.txt", "root/etc/passwd"} {
-		if code, _, body := httpGet(t, signedURL(d.base(), attacker, name, future)); code != 404 {
+		if code, _, body := httpGet(t, signedURL(d.base(), attacker, attackerInc, name, future)); code != 404 {
 			t.Errorf("download of %s through a symlink: %d %q", name, code, body)
 		}
 	}
@@ -533,7 +565,7 @@ print("FOUND", found)
 		t.Errorf("list_artifacts shows symlinks: %v", l)
 	}
 	// One session's signature does not open another's file.
-	u := signedURL(d.base(), attacker, "secret.txt", future)
+	u := signedURL(d.base(), attacker, attackerInc, "secret.txt", future)
 	if code, _, _ := httpGet(t, strings.Replace(u, attacker, victim, 1)); code != 403 {
 		t.Errorf("a signature of one session opened another's file: %d", code)
 	}

@@ -195,10 +195,13 @@ func doors(t *testing.T, d *dataServer) []door {
 
 	// Seed 003's sandbox.run_code.
 	conv := "doors-" + randHex(4)
-	rcSID := conversationSession(conv)
+	var rcSID string // the conversation's workspace, as its first reply names it
 	out = append(out, door{name: "run_code", op: "sandbox.run_code", sessionBusy: true,
 		run: func(ctx context.Context, t *testing.T, code string) doorRun {
 			v, isErr := callCtx(ctx, "sandbox.run_code", map[string]any{"conversationId": conv, "language": "python", "code": code})
+			if sid, _ := v["session_id"].(string); sid != "" {
+				rcSID = sid
+			}
 			exit := -999
 			if ok, _ := v["success"].(bool); ok {
 				exit = 0

@@ -532,12 +532,13 @@ print("planted")
 	if !strings.Contains(fmt.Sprint(v["stdout"]), "planted") {
 		t.Fatalf("setup: %v", v)
 	}
+	inc := d.incarnation(sid)
 	for _, p := range []string{"leak.txt", "root/etc/passwd", "here/ok.txt", "alias.txt"} {
 		res, isErr := d.call("read_artifact", map[string]any{"session_id": sid, "path": "/mnt/data/" + p})
 		if !isErr || strings.Contains(fmt.Sprint(res), "root:") {
 			t.Errorf("read_artifact %s followed a link: %v", p, res)
 		}
-		code, _, body := httpGet(t, signedURL(d.base(), sid, p, time.Now().Add(time.Hour).Unix()))
+		code, _, body := httpGet(t, signedURL(d.base(), sid, inc, p, time.Now().Add(time.Hour).Unix()))
 		if code == 200 || strings.Contains(string(body), "root:") {
 			t.Errorf("download of %s followed a link: %d %q", p, code, body)
 		}

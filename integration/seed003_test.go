@@ -3,8 +3,6 @@ package integration
 // Seed 003's tools through a real MCP client, and its environment names.
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,11 +13,6 @@ import (
 	"testing"
 	"time"
 )
-
-func conversationSession(id string) string {
-	h := sha256.Sum256([]byte("srt-mcp conversation\x00" + id))
-	return "sess_" + hex.EncodeToString(h[:6])
-}
 
 func TestSeed003RunCode(t *testing.T) { forEachBackend(t, testSeed003RunCode) }
 
@@ -37,7 +30,8 @@ func testSeed003RunCode(t *testing.T, backend []string) {
 	}
 	f := files[0].(map[string]any)
 	url := f["url"].(string)
-	if f["name"] != "result.csv" || !strings.Contains(url, "/files/"+conversationSession("conv-42")+"/result.csv?") {
+	convSID, _ := v["session_id"].(string)
+	if f["name"] != "result.csv" || convSID == "" || !strings.Contains(url, "/files/"+convSID+"/result.csv?") {
 		t.Fatalf("file: %v", f)
 	}
 	if code, _, body := httpGet(t, url); code != 200 || string(body) != "a,b\r\n1,2\r\n" {
@@ -46,7 +40,7 @@ func testSeed003RunCode(t *testing.T, backend []string) {
 	if code, _, _ := httpGet(t, strings.Replace(url, "sig=", "sig=ff", 1)); code != 403 {
 		t.Fatalf("a tampered signature: %d", code)
 	}
-	if code, _, _ := httpGet(t, signedURL(d.base(), conversationSession("conv-42"), "result.csv", time.Now().Add(-time.Second).Unix())); code != 403 {
+	if code, _, _ := httpGet(t, signedURL(d.base(), convSID, incOf(t, url), "result.csv", time.Now().Add(-time.Second).Unix())); code != 403 {
 		t.Fatalf("an expired signature: %d", code)
 	}
 	// The same conversation keeps its files; another does not see them.

@@ -393,3 +393,23 @@ func TestSessionlessHandlesTypeScript(t *testing.T) {
 		t.Fatalf("modern.mjs: %d checks, %v\n%s\n%s", n, err, out, stderr.String())
 	}
 }
+
+// mcp-remote 0.15.1 (from npm) bridging a 2026-07-28 host to the server:
+// it forwards tool calls without their Mcp-Param-* headers, which the
+// server serves from the body (it refused them with -32020, and no handle
+// worked through the bridge); a header that contradicts the body is still
+// refused (TestSessionlessHandlesGoSDK). With a key, through the bridge's
+// --header.
+func TestMCPRemoteBridge(t *testing.T) {
+	requirePythonData(t)
+	dir := mcpClients(t)
+	s := startServe(t, "--backend", "native", "--token", "bridge-token-0123456789")
+	cmd := exec.Command("node", "remote.mjs", "--url", s.url, "--token", "bridge-token-0123456789")
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if n := nodeChecks(t, "remote.mjs", out); err != nil || n < 3 {
+		t.Fatalf("remote.mjs: %d checks, %v\n%s\n%s", n, err, out, stderr.String())
+	}
+}

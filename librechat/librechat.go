@@ -7,11 +7,14 @@
 // JWT or nothing; refs {id, storage_session_id, name, kind}).
 //
 // Every upload and every exec gets a storage session of its own (a data
-// session that lasts a day); an exec copies its input files in, runs the
-// code with /mnt/data as its working directory, and lists the files it
-// created or changed under its own session id, where download and the
-// listings find them. Request bodies are never logged: legacy clients put
-// their API key in them. Every run goes through the run service.
+// session that lasts a day), bound to the LibreChat principal that made it
+// (the API key's holder, or a JWT's subject): another principal, through
+// this door or any other, finds none of it. An exec copies its input files
+// in (from the caller's own storage sessions only), runs the code with
+// /mnt/data as its working directory, and lists the files it created or
+// changed under its own session id, where download and the listings find
+// them. Request bodies are never logged: legacy clients put their API key
+// in them. Every run and every file operation goes through the service.
 package librechat
 
 import (
@@ -23,13 +26,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,10 +38,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
 
+	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/guard"
-	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/service"
-	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 // Config configures the Code API.
@@ -78,6 +76,9 @@ type librechat struct {
 	mu  sync.Mutex // index files
 	rl  sync.Map   // principal+class -> *rate.Limiter
 }
+
+// indexKey names a storage session's file index among its metadata.
+const indexKey = "librechat-index"
 
 const lcIDChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 
@@ -218,47 +219,45 @@ func (lc *librechat) limit(principal, class string) time.Duration {
 }
 
 func (lc *librechat) health(w http.ResponseWriter, r *http.Request) {
-	lcJSON(w, http.StatusOK, map[string]any{"status": "ok", "languages": lc.svc.Languages(), "running": lc.svc.Manager().Running()})
+	lcJSON(w, http.StatusOK, map[string]any{"status": "ok", "languages": lc.svc.Languages(), "running": lc.svc.Stats().Running})
 }
 
-// index: the files of a storage session, by id, in the session directory
-// (not the workspace: code never sees or changes it).
-func indexPath(ss *sessions.Session) string { return filepath.Join(ss.Dir, "librechat-index.json") }
+// caller is the LibreChat principal of a request auth let through.
+func caller(r *http.Request) service.Caller {
+	return service.CallerOf(guard.Principal(r.Context()), r.RemoteAddr)
+}
 
-func (lc *librechat) readIndex(ss *sessions.Session) map[string]lcFile {
+// index: the files of a storage session, by id, kept beside the workspace
+// (code never sees or changes it).
+func (lc *librechat) readIndex(ws *service.Workspace) map[string]lcFile {
 	idx := map[string]lcFile{}
-	if b, err := os.ReadFile(indexPath(ss)); err == nil {
-		_ = json.Unmarshal(b, &idx)
-	}
+	_ = lc.svc.Meta(ws, indexKey, &idx)
 	return idx
 }
 
-func (lc *librechat) writeIndex(ss *sessions.Session, idx map[string]lcFile) error {
-	b, _ := json.Marshal(idx)
-	tmp := indexPath(ss) + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, indexPath(ss))
+func (lc *librechat) writeIndex(ws *service.Workspace, idx map[string]lcFile) error {
+	return lc.svc.SetMeta(ws, indexKey, idx)
 }
 
-func (lc *librechat) session(w http.ResponseWriter, sid string) *sessions.Session {
-	ss, err := lc.svc.Get(sid)
+// session is the caller's storage session sid (404 for one that does not
+// exist or is another principal's).
+func (lc *librechat) session(w http.ResponseWriter, r *http.Request, sid string) *service.Workspace {
+	ws, err := lc.svc.LookupWorkspace(caller(r), sid)
 	if err != nil {
 		lcError(w, http.StatusNotFound, "Session not found", "details", "The session may have expired or does not exist")
 		return nil
 	}
-	return ss
+	return ws
 }
 
-// newStorage is a fresh storage session.
-func (lc *librechat) newStorage(w http.ResponseWriter) *sessions.Session {
-	ss, err := lc.svc.Sessions().CreateStorage(lc.cfg.TTL, lc.cfg.MaxStored)
+// newStorage is a fresh storage session of the caller's.
+func (lc *librechat) newStorage(w http.ResponseWriter, r *http.Request) *service.Workspace {
+	ws, err := lc.svc.NewStorage(caller(r), lc.cfg.TTL, lc.cfg.MaxStored)
 	if err != nil {
-		lcError(w, http.StatusServiceUnavailable, err.Error())
+		lcError(w, http.StatusServiceUnavailable, errs.Of(err).Detail())
 		return nil
 	}
-	return ss
+	return ws
 }
 
 type lcRef struct {
@@ -286,21 +285,22 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := lc.svc.CheckCode(req.Code); err != nil {
-		_, msg := service.CodeOf(err)
-		lcError(w, http.StatusRequestEntityTooLarge, msg)
+		lcError(w, http.StatusRequestEntityTooLarge, errs.Of(err).Detail())
 		return
 	}
-	ss := lc.newStorage(w)
+	c := caller(r)
+	ss := lc.newStorage(w, r)
 	if ss == nil {
 		return
 	}
 	// Inputs: the referenced files (and, for LibreChat's own helpers, the
-	// files of the session it names) are copied in under their names.
+	// files of the session it names) are copied in under their names, from
+	// the caller's own storage sessions only.
 	idx := map[string]lcFile{}
 	var notes []string
 	refs := req.Files
 	if req.SessionID != "" {
-		if src, err := lc.svc.Get(req.SessionID); err == nil {
+		if src, err := lc.svc.LookupWorkspace(c, req.SessionID); err == nil {
 			for id, f := range lc.readIndex(src) {
 				refs = append(refs, lcRef{ID: id, SessionID: req.SessionID, Name: f.Name})
 			}
@@ -311,19 +311,17 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 		if sid == "" {
 			sid = ref.SessionID
 		}
-		f, data, err := lc.readFile(sid, ref.ID)
+		f, data, err := lc.readFile(c, sid, ref.ID)
 		if err != nil {
-			notes = append(notes, fmt.Sprintf("srt-mcp: input file %s (%s/%s) is not available: %v", ref.Name, sid, ref.ID, err))
+			notes = append(notes, fmt.Sprintf("srt-mcp: input file %s (%s/%s) is not available: %s", ref.Name, sid, ref.ID, errs.Of(err).Detail()))
 			continue
 		}
 		name := f.Name
-		if ref.Name != "" {
-			if rel, err := sessions.CleanName(ref.Name); err == nil {
-				name = rel
-			}
+		if ref.Name != "" && service.CheckName(ref.Name) == nil {
+			name = strings.TrimPrefix(strings.TrimPrefix(ref.Name, service.WorkspaceMount), "/")
 		}
-		if _, err := lc.svc.WriteFile(ss, name, data, true); err != nil {
-			notes = append(notes, fmt.Sprintf("srt-mcp: input file %s: %v", name, err))
+		if _, err := lc.svc.WriteFile(c, ss, "librechat.input", name, data, true); err != nil {
+			notes = append(notes, fmt.Sprintf("srt-mcp: input file %s: %s", name, errs.Of(err).Detail()))
 			continue
 		}
 		f.Name = name
@@ -331,15 +329,15 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 	}
 	// A stored session keeps its files for a day, not a container: the
 	// next exec that needs one starts it (ReleaseBox).
-	run, err := lc.svc.Start(r.Context(), service.Request{Op: "librechat.exec", Kind: "librechat", Session: ss, Language: rt.Language, Code: req.Code,
+	run, err := lc.svc.Start(r.Context(), service.Request{Op: "librechat.exec", Kind: "librechat", Caller: c, Workspace: ss, Language: rt.Language, Code: req.Code,
 		Label: "librechat exec " + rt.Language, ReleaseBox: true})
 	if err != nil {
-		code, msg := service.CodeOf(err)
+		e := errs.Of(err)
 		status := http.StatusServiceUnavailable
-		if code == "session_busy" {
+		if e.Code == errs.SessionBusy {
 			status = http.StatusConflict
 		}
-		lcError(w, status, msg)
+		lcError(w, status, e.Detail())
 		return
 	}
 	res := run.Wait(r.Context())
@@ -351,14 +349,14 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 	}
 	exit, signal := 0, ""
 	if end := res.End; end != nil {
-		if end.Type == runner.EventError {
+		if end.Type == service.EventError {
 			lcError(w, http.StatusBadGateway, "the sandbox failed: "+end.ErrCode+": "+end.Message)
 			return
 		}
 		if c := res.ExitCode(); c != nil {
 			exit = *c
 		}
-		if end.Type == runner.EventExit {
+		if end.Type == service.EventExit {
 			signal = end.Signal
 		}
 		if x := res.Explain(rt.Language); x != "" {
@@ -371,14 +369,17 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 	sn := res.Snapshot
 	files := []map[string]any{}
 	for _, f := range res.Changed {
+		if !f.Fetchable {
+			continue // a name no client can fetch by (control characters in it)
+		}
 		id := lcID()
 		for oid, old := range idx {
-			if old.Name == f.Filename {
+			if old.Name == f.Name {
 				id = oid // a changed input keeps its id
 			}
 		}
-		idx[id] = lcFile{ID: id, Name: f.Filename, Size: f.Size, Modified: f.ModTime.UTC(), Type: f.MIME}
-		files = append(files, map[string]any{"id": id, "name": f.Filename, "path": f.Path, "storage_session_id": ss.ID})
+		idx[id] = lcFile{ID: id, Name: f.Name, Size: f.Size, Modified: f.ModTime.UTC(), Type: f.MIME}
+		files = append(files, map[string]any{"id": id, "name": f.Name, "path": f.Path, "storage_session_id": ss.ID()})
 		if len(files) >= 50 {
 			break
 		}
@@ -395,7 +396,7 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 			stats["cpu_ms"], stats["memory_bytes"] = sn.End.CPUMS, sn.End.MaxRSSBytes
 		}
 	}
-	resp := map[string]any{"session_id": ss.ID, "stdout": stdout.String(), "stderr": service.ValidUTF8(stderr.String()),
+	resp := map[string]any{"session_id": ss.ID(), "stdout": stdout.String(), "stderr": service.ValidUTF8(stderr.String()),
 		"files": files, "code": exit, "wall_time": wall, "stats": stats}
 	if signal != "" {
 		resp["signal"] = signal
@@ -403,18 +404,19 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 	lcJSON(w, http.StatusOK, resp)
 }
 
-func (lc *librechat) readFile(sid, fid string) (lcFile, []byte, error) {
-	src, err := lc.svc.Get(sid)
+// readFile reads file fid of the caller's storage session sid.
+func (lc *librechat) readFile(c service.Caller, sid, fid string) (lcFile, []byte, error) {
+	src, err := lc.svc.LookupWorkspace(c, sid)
 	if err != nil {
-		return lcFile{}, nil, errors.New("no such session")
+		return lcFile{}, nil, errs.New(errs.SessionNotFound, "no such session")
 	}
 	lc.mu.Lock()
 	f, ok := lc.readIndex(src)[fid]
 	lc.mu.Unlock()
 	if !ok {
-		return lcFile{}, nil, errors.New("no such file")
+		return lcFile{}, nil, errs.New(errs.NotFound, "no such file")
 	}
-	data, _, err := src.ReadFile(f.Name, 0)
+	data, _, err := lc.svc.ReadFile(c, src, "librechat.input", f.Name, lc.svc.Config().MaxUploadBytes)
 	return f, data, err
 }
 
@@ -425,11 +427,29 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 			lcError(w, http.StatusBadRequest, "want multipart/form-data with a file field: "+err.Error())
 			return
 		}
-		ss := lc.newStorage(w)
+		c := caller(r)
+		ss := lc.newStorage(w, r)
 		if ss == nil {
 			return
 		}
-		fields := map[string]string{}
+		limit := lc.svc.Config().MaxUploadBytes
+		refuse := func(code int, msg string, extra ...any) {
+			_ = lc.svc.CloseWorkspace(c, ss.ID()) // nothing half-stored stays
+			lcError(w, code, msg, extra...)
+		}
+		rep, err := lc.svc.UploadForm(c, ss, mr, service.UploadOptions{Op: "librechat.upload", Overwrite: true, KeepGoing: batch})
+		if err != nil {
+			e := errs.Of(err)
+			switch {
+			case e.Code == errs.TooLarge && e.Field == "file":
+				refuse(http.StatusRequestEntityTooLarge, "File size limit exceeded", "limit_bytes", limit)
+			case e.Code == errs.TooLarge:
+				refuse(http.StatusRequestEntityTooLarge, e.Detail(), "limit_bytes", limit)
+			default:
+				refuse(http.StatusBadRequest, e.Detail())
+			}
+			return
+		}
 		type result struct {
 			Status   string `json:"status,omitempty"`
 			FileID   string `json:"fileId,omitempty"`
@@ -438,95 +458,41 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 		}
 		var results []result
 		idx := map[string]lcFile{}
-		limit := lc.svc.Config().MaxUploadBytes
-		budget := sessions.UploadBudget{MaxTotal: limit}
-		refuse := func(code int, msg string, extra ...any) {
-			_ = lc.svc.CloseSession(ss.ID) // nothing half-stored stays
-			lcError(w, code, msg, extra...)
-		}
-		for {
-			part, err := mr.NextPart()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				refuse(http.StatusBadRequest, "malformed multipart body: "+err.Error())
-				return
-			}
-			_, params, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
-			if err := budget.Part(params["filename"] != ""); err != nil {
-				refuse(http.StatusRequestEntityTooLarge, err.Error())
-				return
-			}
-			if params["filename"] == "" {
-				b, _ := io.ReadAll(io.LimitReader(part, 4096))
-				fields[part.FormName()] = string(b)
-				continue
-			}
-			name := params["filename"] // with its directories (Part.FileName drops them)
-			data, err := io.ReadAll(io.LimitReader(part, limit+1))
-			if err != nil {
-				refuse(http.StatusBadRequest, "reading "+name+": "+err.Error())
-				return
-			}
-			if int64(len(data)) > limit {
-				if !batch {
-					_ = lc.svc.CloseSession(ss.ID)
-					lcError(w, http.StatusRequestEntityTooLarge, "File size limit exceeded", "limit_bytes", limit)
-					return
+		ok, failed := 0, 0
+		for _, f := range rep.Files {
+			if f.Err != nil {
+				msg := f.Err.Detail()
+				if f.Err.Code == errs.TooLarge {
+					msg = "File size limit exceeded"
 				}
-				results = append(results, result{Status: "error", Filename: name, Error: "File size limit exceeded"})
+				results = append(results, result{Status: "error", Filename: f.Name, Error: msg})
+				failed++
 				continue
 			}
-			if err := budget.File(len(data)); err != nil {
-				refuse(http.StatusRequestEntityTooLarge, err.Error(), "limit_bytes", limit)
-				return
-			}
-			rel, err := sessions.CleanName(name)
-			if err == nil {
-				_, err = lc.svc.WriteFile(ss, rel, data, true)
-			}
-			if err != nil {
-				if !batch {
-					_ = lc.svc.CloseSession(ss.ID)
-					lcError(w, http.StatusBadRequest, err.Error())
-					return
-				}
-				results = append(results, result{Status: "error", Filename: name, Error: err.Error()})
-				continue
-			}
+			rel := strings.TrimPrefix(f.Path, service.WorkspaceMount+"/")
 			id := lcID()
-			idx[id] = lcFile{ID: id, Name: rel, Size: int64(len(data)), Modified: time.Now().UTC(), Type: sessions.MIMEType(rel)}
-			results = append(results, result{Status: "success", FileID: id, Filename: path.Base(rel)})
-		}
-		for id, f := range idx {
-			f.Kind, f.Entity = fields["kind"], fields["entity_id"]
-			if f.Entity == "" {
-				f.Entity = fields["id"]
+			idx[id] = lcFile{ID: id, Name: rel, Size: f.Size, Modified: time.Now().UTC(), Type: f.MIME,
+				Kind: rep.Fields["kind"], Entity: rep.Fields["entity_id"]}
+			if idx[id].Entity == "" {
+				e := idx[id]
+				e.Entity = rep.Fields["id"]
+				idx[id] = e
 			}
-			idx[id] = f
+			results = append(results, result{Status: "success", FileID: id, Filename: path.Base(rel)})
+			ok++
+		}
+		if !batch && ok == 0 {
+			refuse(http.StatusBadRequest, "no file part in the upload")
+			return
 		}
 		lc.mu.Lock()
 		_ = lc.writeIndex(ss, idx)
 		lc.mu.Unlock()
-		ok, failed := 0, 0
-		for _, r := range results {
-			if r.Status == "success" {
-				ok++
-			} else {
-				failed++
-			}
-		}
 		if !batch {
-			if ok == 0 {
-				_ = lc.svc.CloseSession(ss.ID)
-				lcError(w, http.StatusBadRequest, "no file part in the upload")
-				return
-			}
 			for i := range results {
 				results[i].Status = ""
 			}
-			lcJSON(w, http.StatusOK, map[string]any{"message": "success", "session_id": ss.ID, "storage_session_id": ss.ID, "files": results})
+			lcJSON(w, http.StatusOK, map[string]any{"message": "success", "session_id": ss.ID(), "storage_session_id": ss.ID(), "files": results})
 			return
 		}
 		msg := "success"
@@ -536,13 +502,13 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 		case failed > 0:
 			msg = "partial_success"
 		}
-		lcJSON(w, http.StatusOK, map[string]any{"message": msg, "session_id": ss.ID, "storage_session_id": ss.ID, "files": results,
+		lcJSON(w, http.StatusOK, map[string]any{"message": msg, "session_id": ss.ID(), "storage_session_id": ss.ID(), "files": results,
 			"succeeded": ok, "failed": failed})
 	}
 }
 
-func (lc *librechat) lookup(w http.ResponseWriter, r *http.Request) (*sessions.Session, lcFile, bool) {
-	ss := lc.session(w, r.PathValue("sid"))
+func (lc *librechat) lookup(w http.ResponseWriter, r *http.Request) (*service.Workspace, lcFile, bool) {
+	ss := lc.session(w, r, r.PathValue("sid"))
 	if ss == nil {
 		return nil, lcFile{}, false
 	}
@@ -561,9 +527,9 @@ func (lc *librechat) download(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	fh, info, err := ss.Open(f.Name)
+	fh, info, err := lc.svc.OpenFile(caller(r), ss, "librechat.download", f.Name)
 	if err != nil {
-		lcError(w, http.StatusNotFound, "File not found", "details", err.Error())
+		lcError(w, http.StatusNotFound, "File not found", "details", errs.Of(err).Detail())
 		return
 	}
 	defer fh.Close()
@@ -583,7 +549,7 @@ func (lc *librechat) objectJSON(sid string, f lcFile, full bool) map[string]any 
 }
 
 func (lc *librechat) list(w http.ResponseWriter, r *http.Request) {
-	ss := lc.session(w, r.PathValue("sid"))
+	ss := lc.session(w, r, r.PathValue("sid"))
 	if ss == nil {
 		return
 	}
@@ -593,7 +559,7 @@ func (lc *librechat) list(w http.ResponseWriter, r *http.Request) {
 	full := r.URL.Query().Get("detail") == "full"
 	out := []map[string]any{}
 	for _, f := range idx {
-		out = append(out, lc.objectJSON(ss.ID, f, full))
+		out = append(out, lc.objectJSON(ss.ID(), f, full))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i]["name"].(string) < out[j]["name"].(string) })
 	lcJSON(w, http.StatusOK, out)
@@ -604,7 +570,7 @@ func (lc *librechat) object(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := lc.objectJSON(ss.ID, f, true)
+	v := lc.objectJSON(ss.ID(), f, true)
 	v["originalFilename"], v["contentType"] = path.Base(f.Name), f.Type
 	lcJSON(w, http.StatusOK, v)
 }
@@ -623,6 +589,6 @@ func (lc *librechat) remove(w http.ResponseWriter, r *http.Request) {
 		lcError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	_ = ss.Remove(f.Name)
+	_ = lc.svc.RemoveFile(caller(r), ss, "librechat.delete", f.Name)
 	lcJSON(w, http.StatusOK, map[string]any{"message": "deleted", "id": f.ID})
 }

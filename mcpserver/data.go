@@ -22,9 +22,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"golang.org/x/image/draw"
 
-	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/service"
-	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 // addDataTools adds seed 000's data-session tools.
@@ -76,19 +75,19 @@ func fromErr(err error) *mcp.CallToolResult {
 	return dataError(code, msg, nil)
 }
 
-func (s *Server) artifactJSON(sessionID string, f sessions.FileInfo) map[string]any {
-	v := map[string]any{"path": f.Path, "filename": f.Filename, "size_bytes": f.Size, "mime_type": f.MIME}
-	if files := s.svc.Config().Files; files != nil {
-		v["download_url"] = files.URL(sessionID, f.Filename)
+func artifactJSON(f service.File) map[string]any {
+	v := map[string]any{"path": f.Path, "filename": f.Name, "size_bytes": f.Size, "mime_type": f.MIME}
+	if f.URL != "" {
+		v["download_url"] = f.URL
 	}
 	return v
 }
 
 // artifactList is seed 000's artifact objects for files.
-func (s *Server) artifactList(sessionID string, files []sessions.FileInfo) []map[string]any {
+func artifactList(files []service.File) []map[string]any {
 	arts := []map[string]any{}
 	for _, f := range files {
-		arts = append(arts, s.artifactJSON(sessionID, f))
+		arts = append(arts, artifactJSON(f))
 	}
 	return arts
 }
@@ -103,8 +102,7 @@ func (s *Server) handleUpload(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if err := req.BindArguments(&a); err != nil {
 		return dataError("invalid_arguments", err.Error(), nil), nil
 	}
-	rel, err := sessions.CleanName(a.Filename)
-	if err != nil {
+	if err := service.CheckName(a.Filename); err != nil {
 		return fromErr(err), nil
 	}
 	if int64(base64.StdEncoding.DecodedLen(len(a.Content))) > s.svc.Config().MaxUploadBytes+3 {
@@ -117,30 +115,22 @@ func (s *Server) handleUpload(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if int64(len(data)) > s.svc.Config().MaxUploadBytes {
 		return dataError("too_large", fmt.Sprintf("the upload is %d bytes, more than the %d-byte limit (SANDBOX_MAX_UPLOAD_BYTES)", len(data), s.svc.Config().MaxUploadBytes), nil), nil
 	}
-	ss, created, err := s.openSession(callerOf(ctx), a.SessionID)
+	c := callerOf(ctx)
+	ws, created, err := s.svc.OpenWorkspace(c, a.SessionID)
 	if err != nil {
 		return fromErr(err), nil
 	}
-	if err := ss.Acquire(); err != nil {
-		return fromErr(err), nil
-	}
-	p, err := s.svc.WriteFile(ss, rel, data, a.Overwrite)
-	ss.Release()
-	if err != nil && created {
-		// A session the caller never got the name of would linger until
-		// its idle TTL and count against max_sessions.
-		_ = s.svc.CloseSession(ss.ID)
-	}
+	p, err := s.svc.WriteFile(c, ws, "upload_file", a.Filename, data, a.Overwrite)
 	if err != nil {
-		code, _ := service.CodeOf(err)
-		if !created {
-			s.svc.Audit(ss, map[string]any{"op": "upload_file", "path": a.Filename, "size_bytes": len(data), "error": code})
+		if created {
+			// A session the caller never got the name of would linger
+			// until its idle TTL and count against max_sessions.
+			_ = s.svc.CloseWorkspace(c, ws.ID())
 		}
 		return fromErr(err), nil
 	}
-	s.svc.Audit(ss, map[string]any{"op": "upload_file", "path": p, "size_bytes": len(data), "sha256": service.SHA256(data)})
-	v := map[string]any{"session_id": ss.ID, "path": p}
-	return mcp.NewToolResultStructured(v, fmt.Sprintf("uploaded %s (%d bytes) to session %s", p, len(data), ss.ID)), nil
+	v := map[string]any{"session_id": ws.ID(), "path": p}
+	return mcp.NewToolResultStructured(v, fmt.Sprintf("uploaded %s (%d bytes) to session %s", p, len(data), ws.ID())), nil
 }
 
 func newRunID() string {
@@ -158,38 +148,39 @@ func (s *Server) handleRunPython(ctx context.Context, req mcp.CallToolRequest) (
 	if err := s.svc.CheckCode(a.Code); err != nil {
 		return fromErr(err), nil
 	}
-	ss, _, err := s.openSession(callerOf(ctx), a.SessionID)
+	c := callerOf(ctx)
+	ws, _, err := s.svc.OpenWorkspace(c, a.SessionID)
 	if err != nil {
 		return fromErr(err), nil
 	}
 	runID := newRunID()
 	python := s.svc.Config().Python
-	r, err := s.svc.Start(ctx, service.Request{Op: "run_python", Kind: "run_python", Session: ss, Label: "run_python",
+	r, err := s.svc.Start(ctx, service.Request{Op: "run_python", Kind: "run_python", Caller: c, Workspace: ws, Label: "run_python",
 		Argv: []string{python, "-c", a.Code}, Audit: map[string]any{"run_id": runID}})
 	if err != nil {
 		return fromErr(err), nil
 	}
 	res := r.Wait(ctx)
-	if end := res.End; end != nil && end.Type == runner.EventError {
+	if end := res.End; end != nil && end.Type == service.EventError {
 		// The sandbox could not run the code at all: say why, not a fake exit code.
-		s.cfg.Logger.Warn("run_python", "session_id", ss.ID, "run_id", runID, "error", end.ErrCode, "message", end.Message)
+		s.cfg.Logger.Warn("run_python", "session_id", ws.ID(), "run_id", runID, "error", end.ErrCode, "message", end.Message)
 		msg := end.Message
-		if end.ErrCode == runner.ErrCodeNotFound || end.ErrCode == runner.ErrCodeNotExecutable {
+		if end.ErrCode == service.ErrCodeNotFound || end.ErrCode == service.ErrCodeNotExecutable {
 			msg = fmt.Sprintf("the Python interpreter %s is missing on this host (%s); the operator installs the data profile with: apt-get install -y %s",
 				python, msg, strings.Join(dataPackages, " "))
 		}
-		return dataError(end.ErrCode, msg, map[string]any{"session_id": ss.ID, "run_id": runID}), nil
+		return dataError(end.ErrCode, msg, map[string]any{"session_id": ws.ID(), "run_id": runID}), nil
 	}
-	v := s.runResult(ss.ID, runID, res)
+	v := runResult(ws.ID(), runID, res)
 	if res.QuotaExceeded != "" {
 		return dataError("quota_exceeded", res.QuotaExceeded, v), nil
 	}
 	if h := missingModuleHint(res.Stderr); h != "" {
 		v["hint"] = h
 	}
-	s.cfg.Logger.Info("run_python", "session_id", ss.ID, "run_id", runID, "duration_ms", v["duration_ms"], "exit_code", v["exit_code"])
+	s.cfg.Logger.Info("run_python", "session_id", ws.ID(), "run_id", runID, "duration_ms", v["duration_ms"], "exit_code", v["exit_code"])
 	out := mcp.NewToolResultStructured(v, pythonSummary(v))
-	out.Content = append(out.Content, s.artifactContent(ss, v["artifacts"].([]map[string]any))...)
+	out.Content = append(out.Content, s.artifactContent(ctx, ws, res.Artifacts)...)
 	return out, nil
 }
 
@@ -217,7 +208,7 @@ func missingModuleHint(stderr string) string {
 
 // runResult is seed 000's run_python response: exit_code is the
 // program's, -1 for a timeout, 128+N for a run cancelled by signal N.
-func (s *Server) runResult(sessionID, runID string, res service.Result) map[string]any {
+func runResult(sessionID, runID string, res service.Result) map[string]any {
 	trunc := map[string]bool{}
 	for _, t := range res.Truncated {
 		trunc[t] = true
@@ -229,7 +220,7 @@ func (s *Server) runResult(sessionID, runID string, res service.Result) map[stri
 	return map[string]any{"session_id": sessionID, "run_id": runID, "exit_code": code,
 		"stdout": res.Stdout, "stderr": res.StderrWithEnd("python"),
 		"stdout_truncated": trunc["stdout"], "stderr_truncated": trunc["stderr"],
-		"artifacts": s.artifactList(sessionID, res.Artifacts), "duration_ms": res.Duration()}
+		"artifacts": artifactList(res.Artifacts), "duration_ms": res.Duration()}
 }
 
 func pythonSummary(res map[string]any) string {
@@ -256,15 +247,17 @@ func pythonSummary(res map[string]any) string {
 // artifactContent adds a resource_link per artifact and a small preview
 // per image, so an agent can look without pulling whole files into its
 // context.
-func (s *Server) artifactContent(ss *sessions.Session, arts []map[string]any) []mcp.Content {
+func (s *Server) artifactContent(ctx context.Context, ws *service.Workspace, arts []service.File) []mcp.Content {
 	var out []mcp.Content
 	for _, a := range arts {
-		name, mimeType := a["filename"].(string), a["mime_type"].(string)
-		uri := "artifact://" + ss.ID + "/" + url.PathEscape(name)
-		link := mcp.NewResourceLink(uri, name, fmt.Sprintf("%v bytes in %s", a["size_bytes"], a["path"]), mimeType)
+		if !a.Fetchable {
+			continue // no tool can read it back by its name
+		}
+		uri := "artifact://" + ws.ID() + "/" + url.PathEscape(a.Name)
+		link := mcp.NewResourceLink(uri, a.Name, fmt.Sprintf("%v bytes in %s", a.Size, a.Path), a.MIME)
 		out = append(out, link)
-		if strings.HasPrefix(mimeType, "image/") && mimeType != "image/svg+xml" {
-			data, _, err := ss.ReadFile(name, 32<<20)
+		if strings.HasPrefix(a.MIME, "image/") && a.MIME != "image/svg+xml" {
+			data, _, err := s.svc.ReadFile(callerOf(ctx), ws, "preview", a.Name, 32<<20)
 			if err == nil {
 				if prev, err := preview(data, s.cfg.PreviewBytes); err == nil {
 					out = append(out, mcp.NewImageContent(base64.StdEncoding.EncodeToString(prev), "image/png"))
@@ -332,32 +325,23 @@ func (s *Server) handleReadArtifact(ctx context.Context, req mcp.CallToolRequest
 	if err := req.BindArguments(&a); err != nil {
 		return dataError("invalid_arguments", err.Error(), nil), nil
 	}
-	ss, err := s.getSession(callerOf(ctx), a.SessionID)
+	c := callerOf(ctx)
+	ws, err := s.svc.LookupWorkspace(c, a.SessionID)
 	if err != nil {
 		return fromErr(err), nil
 	}
-	rel, err := sessions.CleanName(a.Path)
+	data, info, err := s.svc.ReadFile(c, ws, "read_artifact", a.Path, 0)
 	if err != nil {
-		s.svc.Audit(ss, map[string]any{"op": "read_artifact", "path": a.Path, "error": "invalid_path"})
-		return fromErr(err), nil
-	}
-	data, info, err := ss.ReadFile(rel, s.svc.Config().MaxArtifactRead)
-	if err != nil {
-		var se *sessions.Error
-		if errors.As(err, &se) {
-			s.svc.Audit(ss, map[string]any{"op": "read_artifact", "path": a.Path, "error": se.Code})
-		}
-		if errors.As(err, &se) && se.Code == "artifact_too_large" {
+		if e := errs.Of(err); e.Code == errs.ArtifactTooLarge {
 			extra := map[string]any{"size_bytes": info.Size}
-			if files := s.svc.Config().Files; files != nil {
-				extra["download_url"] = files.URL(ss.ID, info.Filename)
+			if info.URL != "" {
+				extra["download_url"] = info.URL
 			}
-			return dataError(se.Code, se.Message, extra), nil
+			return dataError(e.Code, e.Message, extra), nil
 		}
 		return fromErr(err), nil
 	}
-	s.svc.Audit(ss, map[string]any{"op": "read_artifact", "path": info.Path, "size_bytes": info.Size})
-	v := map[string]any{"path": info.Path, "filename": path.Base(info.Filename), "mime_type": info.MIME, "size_bytes": info.Size,
+	v := map[string]any{"path": info.Path, "filename": path.Base(info.Name), "mime_type": info.MIME, "size_bytes": info.Size,
 		"content_base64": base64.StdEncoding.EncodeToString(data)}
 	return mcp.NewToolResultStructured(v, fmt.Sprintf("%s: %s, %d bytes (content_base64 in structuredContent)", info.Path, info.MIME, info.Size)), nil
 }
@@ -369,14 +353,15 @@ func (s *Server) handleListArtifacts(ctx context.Context, req mcp.CallToolReques
 	if err := req.BindArguments(&a); err != nil {
 		return dataError("invalid_arguments", err.Error(), nil), nil
 	}
-	ss, err := s.getSession(callerOf(ctx), a.SessionID)
+	c := callerOf(ctx)
+	ws, err := s.svc.LookupWorkspace(c, a.SessionID)
 	if err != nil {
 		return fromErr(err), nil
 	}
 	arts := []map[string]any{}
 	var lines []string
-	for _, f := range ss.List() {
-		arts = append(arts, s.artifactJSON(ss.ID, f))
+	for _, f := range s.svc.Files(c, ws, "list_artifacts") {
+		arts = append(arts, artifactJSON(f))
 		lines = append(lines, fmt.Sprintf("%s (%s, %d bytes)", f.Path, f.MIME, f.Size))
 	}
 	text := "no files in /mnt/data"
@@ -393,10 +378,7 @@ func (s *Server) handleCloseSession(ctx context.Context, req mcp.CallToolRequest
 	if err := req.BindArguments(&a); err != nil {
 		return dataError("invalid_arguments", err.Error(), nil), nil
 	}
-	if err := s.svc.MayUse(a.SessionID, callerOf(ctx).principal); err != nil {
-		return fromErr(err), nil
-	}
-	if err := s.svc.CloseSession(a.SessionID); err != nil {
+	if err := s.svc.CloseWorkspace(callerOf(ctx), a.SessionID); err != nil {
 		return fromErr(err), nil
 	}
 	return mcp.NewToolResultStructured(map[string]any{"status": "closed"}, "session "+a.SessionID+" closed"), nil
@@ -407,15 +389,12 @@ func (s *Server) readArtifactResource(ctx context.Context, req mcp.ReadResourceR
 	if unescaped, err := url.PathUnescape(name); err == nil {
 		name = unescaped
 	}
-	ss, err := s.getSession(callerOf(ctx), sid)
+	c := callerOf(ctx)
+	ws, err := s.svc.LookupWorkspace(c, sid)
 	if err != nil {
 		return nil, err
 	}
-	rel, err := sessions.CleanName(name)
-	if err != nil {
-		return nil, err
-	}
-	data, info, err := ss.ReadFile(rel, s.svc.Config().MaxArtifactRead)
+	data, info, err := s.svc.ReadFile(c, ws, "resources/read", name, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/srt-mcp/srt-mcp/sessions"
+	"github.com/srt-mcp/srt-mcp/errs"
+	"github.com/srt-mcp/srt-mcp/guard"
+	"github.com/srt-mcp/srt-mcp/service"
 )
 
 // HTTPConfig configures the Streamable HTTP door.
@@ -37,8 +39,9 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 	if ttl <= 0 {
 		ttl = 30 * time.Minute
 	}
+	s.ids.prefix = newMCPSessionIDs(cfg.Replica).prefix
 	streamable := server.NewStreamableHTTPServer(s.mcp,
-		server.WithSessionIdManager(newMCPSessionIDs(cfg.Replica)),
+		server.WithSessionIdManagerResolver(s.ids),
 		server.WithDisableStreaming(true),
 		server.WithSessionIdleTTL(ttl),
 		server.WithHTTPContextFunc(httpCaller),
@@ -48,15 +51,26 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 		server.WithDisableStreaming(true),
 		server.WithHTTPContextFunc(httpCaller),
 	)
-	return mcpFilter(streamable, plain, s.svc.Sessions().Draining)
+	return s.mcpFilter(streamable, plain)
 }
 
-// mcpFilter sends a plain JSON-RPC request to the stateless server, drops
-// sessionless notifications/cancelled, which mcp-go would match against
-// any client's request ids, and refuses a new MCP session (initialize)
-// while the server drains.
-func mcpFilter(next, plain http.Handler, draining func() bool) http.Handler {
+// maxClientInfo bounds the clientInfo (and capabilities) an initialize
+// carries: the server keeps them for the session's life.
+const maxClientInfo = 8 << 10
+
+// mcpFilter answers, before mcp-go sees the request, what mcp-go cannot
+// tell: a request naming another principal's MCP session is told it does
+// not exist; an initialize takes a place among the caller's MCP sessions
+// (refused past the bounds, and while the server drains) and may carry at
+// most maxClientInfo of client information; a plain JSON-RPC request goes
+// to the stateless server; a sessionless notifications/cancelled, which
+// mcp-go would match against any client's request ids, is dropped.
+func (s *Server) mcpFilter(next, plain http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && s.ids.foreign(sid, principalOf(r)) {
+			http.Error(w, "Invalid session ID", http.StatusNotFound)
+			return
+		}
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 			body, err := io.ReadAll(r.Body)
 			if err != nil {
@@ -66,13 +80,30 @@ func mcpFilter(next, plain http.Handler, draining func() bool) http.Handler {
 			var msg struct {
 				Method string `json:"method"`
 				Params struct {
-					Meta map[string]json.RawMessage `json:"_meta"`
+					Meta         map[string]json.RawMessage `json:"_meta"`
+					ClientInfo   json.RawMessage            `json:"clientInfo"`
+					Capabilities json.RawMessage            `json:"capabilities"`
 				} `json:"params"`
 			}
 			parsed := json.Unmarshal(body, &msg) == nil
-			if parsed && msg.Method == "initialize" && draining() {
-				refuseDraining(w, body)
-				return
+			if parsed && msg.Method == "initialize" {
+				if s.svc.Draining() {
+					refuse(w, body, http.StatusServiceUnavailable, errs.Of(service.ErrDraining).Error())
+					return
+				}
+				if len(msg.Params.ClientInfo)+len(msg.Params.Capabilities) > maxClientInfo {
+					refuse(w, body, http.StatusRequestEntityTooLarge, fmt.Sprintf("initialize's clientInfo and capabilities are %d bytes, more than the %d a session may keep; send a shorter clientInfo",
+						len(msg.Params.ClientInfo)+len(msg.Params.Capabilities), maxClientInfo))
+					return
+				}
+				release, err := s.svc.Hold(service.HoldMCPSession, service.CallerOf(guard.Principal(r.Context()), r.RemoteAddr))
+				if err != nil {
+					refuse(w, body, errs.Of(err).Status(), errs.Of(err).Error())
+					return
+				}
+				p := &place{release: release}
+				defer p.giveBack()
+				r = r.WithContext(context.WithValue(r.Context(), placeKey{}, p))
 			}
 			if parsed && msg.Method == "notifications/cancelled" {
 				// Without a session the request id is ambiguous across
@@ -83,6 +114,9 @@ func mcpFilter(next, plain http.Handler, draining func() bool) http.Handler {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			_, modern := msg.Params.Meta["io.modelcontextprotocol/protocolVersion"]
 			modern = modern || r.Header.Get("MCP-Protocol-Version") >= "2026-07-28"
+			if parsed && modern {
+				s.fillStandardHeaders(r, msg.Method, body)
+			}
 			if parsed && msg.Method != "" && msg.Method != "initialize" && !modern {
 				if r.Header.Get("Accept") == "" || r.Header.Get("Accept") == "*/*" {
 					r.Header.Set("Accept", "application/json, text/event-stream")
@@ -95,10 +129,64 @@ func mcpFilter(next, plain http.Handler, draining func() bool) http.Handler {
 	})
 }
 
-// refuseDraining answers a new session's initialize during a drain: 503,
-// Retry-After, and a JSON-RPC error that says why (every MCP client shows
-// the message).
-func refuseDraining(w http.ResponseWriter, body []byte) {
+// fillStandardHeaders serves a 2026-07-28 request whose client left out
+// the headers that mirror its body (Mcp-Method, Mcp-Name, and the
+// Mcp-Param-* of routable arguments: mcp-remote 0.15.1 sends none of them,
+// the Go SDK none before its first tools/list) from the body itself: the
+// body is what the server acts on, and a header that is there and
+// contradicts it is still refused (-32020, by mcp-go). Without this such a
+// client could use no handle at all.
+func (s *Server) fillStandardHeaders(r *http.Request, method string, body []byte) {
+	var msg struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return
+	}
+	set := func(name, value string) {
+		if len(r.Header.Values(name)) == 0 {
+			r.Header.Set(name, value)
+		}
+	}
+	for k, v := range mcp.StandardHeaders(mcp.ProtocolVersion20260728, mcp.MCPMethod(method), msg.Params) {
+		set(k, v)
+	}
+	if method != string(mcp.MethodToolsCall) {
+		return
+	}
+	var call struct {
+		Name      string                     `json:"name"`
+		Arguments map[string]json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal(msg.Params, &call) != nil {
+		return
+	}
+	st := s.mcp.GetTool(call.Name)
+	if st == nil {
+		return
+	}
+	for _, b := range mcp.ExtractParamHeaderBindings(&st.Tool) {
+		if len(b.Path) != 1 {
+			continue
+		}
+		raw, ok := call.Arguments[b.Path[0]]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		var v any
+		if json.Unmarshal(raw, &v) != nil {
+			continue
+		}
+		if enc, ok := mcp.EncodeHeaderValue(v); ok {
+			set(b.HeaderName(), enc)
+		}
+	}
+}
+
+// refuse answers an initialize the server will not serve (a drain, a
+// bound): the status, Retry-After, and a JSON-RPC error that says why
+// (every MCP client shows the message).
+func refuse(w http.ResponseWriter, body []byte, status int, message string) {
 	var req struct {
 		ID json.RawMessage `json:"id"`
 	}
@@ -106,15 +194,12 @@ func refuseDraining(w http.ResponseWriter, body []byte) {
 	if len(req.ID) == 0 {
 		req.ID = json.RawMessage("null")
 	}
-	msg, _ := json.Marshal(sessions.ErrDraining.Error())
+	msg, _ := json.Marshal(message)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", "1")
-	w.WriteHeader(http.StatusServiceUnavailable)
+	w.WriteHeader(status)
 	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%s}}`, req.ID, msg)
 }
-
-// maxEventStreams bounds the open GET /mcp/events streams.
-const maxEventStreams = 256
 
 // heartbeat is how often an events stream says it is alive.
 const heartbeat = 15 * time.Second
@@ -136,12 +221,12 @@ func (s *Server) EventsHandler() http.Handler {
 			http.Error(w, "streaming is not supported here", http.StatusInternalServerError)
 			return
 		}
-		if n := s.streams.Add(1); n > maxEventStreams {
-			s.streams.Add(-1)
-			http.Error(w, "too many open event streams; try again later", http.StatusServiceUnavailable)
+		release, err := s.svc.Hold(service.HoldEventStream, service.CallerOf(guard.Principal(r.Context()), r.RemoteAddr))
+		if err != nil {
+			http.Error(w, errs.Of(err).Message, errs.Of(err).Status())
 			return
 		}
-		defer s.streams.Add(-1)
+		defer release()
 		h := w.Header()
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
@@ -178,11 +263,31 @@ func (s *Server) SSEHandlers() (sse, message http.Handler) {
 		server.WithKeepAlive(true),
 		server.WithKeepAliveInterval(heartbeat),
 		server.WithSSEContextFunc(httpCaller),
+		server.WithSessionIDGenerator(s.ids.sseIDs),
 		// The guard in front checks Host and Origin for every route.
 		server.WithSSEDisableLocalhostProtection(true),
 	)
 	s.sse = srv
-	return srv.SSEHandler(), srv.MessageHandler()
+	// Each stream is an MCP session: it takes a place among its caller's,
+	// and its id answers its own principal only.
+	stream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		release, err := s.svc.Hold(service.HoldMCPSession, service.CallerOf(guard.Principal(r.Context()), r.RemoteAddr))
+		if err != nil {
+			http.Error(w, errs.Of(err).Message, errs.Of(err).Status())
+			return
+		}
+		p := &place{release: release}
+		defer p.giveBack()
+		srv.SSEHandler().ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), placeKey{}, p)))
+	})
+	messages := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.ids.foreign(r.URL.Query().Get("sessionId"), principalOf(r)) {
+			http.Error(w, "Invalid session ID", http.StatusNotFound)
+			return
+		}
+		srv.MessageHandler().ServeHTTP(w, r)
+	})
+	return stream, messages
 }
 
 // CloseStreams ends the long-lived streams (events, SSE) so that an HTTP

@@ -64,11 +64,12 @@ func (s *Server) handleInstall(ctx context.Context, req mcp.CallToolRequest) (*m
 		code, msg := service.CodeOf(err)
 		return fail(code, msg)
 	}
+	c := callerOf(ctx)
 	ss, minted, err := s.sessionOrWorkspace(ctx, a.SessionID, true)
 	if err != nil {
 		return fromErr(err), nil
 	}
-	r, err := s.svc.Start(ctx, service.Request{Op: "install_package", Kind: "install_package", Session: ss, Label: "install_package " + spec,
+	r, err := s.svc.Start(ctx, service.Request{Op: "install_package", Kind: "install_package", Caller: c, Workspace: ss, Label: "install_package " + spec,
 		Pip: spec, Audit: map[string]any{"package": spec}})
 	if err != nil {
 		code, msg := service.CodeOf(err)
@@ -85,7 +86,7 @@ func (s *Server) handleInstall(ctx context.Context, req mcp.CallToolRequest) (*m
 			msg = "..." + msg[len(msg)-4000:]
 		}
 		return dataError("install_failed", "pip could not install "+spec+": "+msg,
-			map[string]any{"success": false, "package": a.Package, "session_id": ss.ID, "network": decisions}), nil
+			map[string]any{"success": false, "package": a.Package, "session_id": ss.ID(), "network": decisions}), nil
 	}
 	version := ""
 	if m := installed.FindStringSubmatch(res.Stdout); m != nil {
@@ -97,12 +98,12 @@ func (s *Server) handleInstall(ctx context.Context, req mcp.CallToolRequest) (*m
 			}
 		}
 	}
-	v := map[string]any{"success": true, "package": a.Package, "version_installed": version, "session_id": ss.ID,
+	v := map[string]any{"success": true, "package": a.Package, "version_installed": version, "session_id": ss.ID(),
 		"message": lastLine(res.Stdout), "network": decisions}
-	text := fmt.Sprintf("installed %s %s in session %s", a.Package, version, ss.ID)
+	text := fmt.Sprintf("installed %s %s in session %s", a.Package, version, ss.ID())
 	if minted {
-		v["note"] = handleSentence(ss.ID)
-		text += "\n" + handleSentence(ss.ID)
+		v["note"] = handleSentence(ss.ID())
+		text += "\n" + handleSentence(ss.ID())
 	}
 	return mcp.NewToolResultStructured(v, text), nil
 }

@@ -2,8 +2,9 @@ package mcpserver
 
 // Seed 003's tools: sandbox.run_code (a conversation's files, any runtime,
 // signed download URLs) and sandbox.list_runners. A conversation maps to a
-// data session (sess_ + 12 hex of the conversation id's SHA-256), so its
-// files are the same ones every other tool sees under that session id.
+// data session of the caller's own (the reply names its session_id), so
+// its files are the same ones every other tool sees under that id; its
+// name is the caller's alone (service.ConversationWorkspace).
 
 import (
 	"context"
@@ -13,10 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/srt-mcp/srt-mcp/apikeys"
-	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/service"
-	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 func (s *Server) addSeed003Tools() {
@@ -37,7 +35,7 @@ func (s *Server) addSeed003Tools() {
 }
 
 func (s *Server) handleListRunners(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	image := s.svc.Backend().Runs()
+	image := s.svc.RunsOn()
 	langs := []map[string]any{}
 	var names []string
 	for _, rt := range s.svc.Runtimes().All() {
@@ -76,15 +74,11 @@ func (s *Server) handleRunCode(ctx context.Context, req mcp.CallToolRequest) (*m
 		return fail(fmt.Sprintf("no runner for language %q; sandbox.list_runners names the ones here (%s)", a.Language, strings.Join(s.svc.Languages(), ", ")))
 	}
 	c := callerOf(ctx)
-	conv := a.ConversationID
-	if strings.HasPrefix(c.principal, apikeys.PrincipalPrefix) {
-		conv = c.principal + "\x00" + conv // each named key its own conversations
-	}
-	ss, _, err := s.openSession(c, sessions.ForConversation(conv))
+	ws, err := s.svc.ConversationWorkspace(c, "mcp", a.ConversationID, true)
 	if err != nil {
 		return failErr(err)
 	}
-	r, err := s.svc.Start(ctx, service.Request{Op: "sandbox.run_code", Kind: "run_code", Session: ss, Language: a.Language, Code: a.Code})
+	r, err := s.svc.Start(ctx, service.Request{Op: "sandbox.run_code", Kind: "run_code", Caller: c, Workspace: ws, Language: a.Language, Code: a.Code})
 	if err != nil {
 		return failErr(err)
 	}
@@ -100,15 +94,15 @@ func (s *Server) handleRunCode(ctx context.Context, req mcp.CallToolRequest) (*m
 		output += "\n" + x
 	}
 	files := []map[string]any{}
-	for _, f := range ss.List() {
-		fd := map[string]any{"name": f.Filename}
-		if signer := s.svc.Config().Files; signer != nil {
-			fd["url"] = signer.URL(ss.ID, f.Filename)
+	for _, f := range s.svc.Files(c, ws, "sandbox.run_code") {
+		fd := map[string]any{"name": f.Name}
+		if f.URL != "" {
+			fd["url"] = f.URL
 		}
 		files = append(files, fd)
 	}
-	v := map[string]any{"success": res.OK(), "output": output, "files": files, "session_id": ss.ID}
+	v := map[string]any{"success": res.OK(), "output": output, "files": files, "session_id": ws.ID()}
 	out := mcp.NewToolResultStructured(v, fmt.Sprintf("success: %v\n%s", res.OK(), output))
-	out.IsError = res.QuotaExceeded != "" || (res.End != nil && res.End.Type == runner.EventError)
+	out.IsError = res.QuotaExceeded != "" || (res.End != nil && res.End.Type == service.EventError)
 	return out, nil
 }

@@ -16,13 +16,11 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/service"
 )
 
@@ -43,13 +41,14 @@ type Config struct {
 type Server struct {
 	cfg Config
 	svc *service.Service
-	mgr *executions.Manager
 	mcp *server.MCPServer
 	// args are the tools' argument names, for strict checking.
 	args strictArgs
 
+	// ids mints and binds the MCP sessions' ids (HTTP transports).
+	ids *mcpSessionIDs
+
 	// The long-lived HTTP streams (see CloseStreams).
-	streams   atomic.Int64
 	closing   chan struct{}
 	closeOnce sync.Once
 	sse       *server.SSEServer
@@ -69,18 +68,17 @@ func New(cfg Config, svc *service.Service) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, svc: svc, mgr: svc.Manager(), closing: make(chan struct{})}
+	s := &Server{cfg: cfg, svc: svc, ids: newMCPSessionIDs(""), closing: make(chan struct{})}
 	hooks := &server.Hooks{}
 	hooks.AddOnUnregisterSession(func(ctx context.Context, sess server.ClientSession) {
-		// The session ended (DELETE, idle expiry, stdin EOF): its running
-		// executions, async ones included, are cancelled and their
-		// sandboxes torn down, and its workspace closed.
-		owned := ownedBySession(sess.SessionID())
-		if n := s.mgr.CancelWhere(owned, false); n > 0 {
+		// The session ended (DELETE, idle expiry, stdin EOF, the SSE
+		// stream closed): its running executions, async ones included, are
+		// cancelled and their sandboxes torn down, its finished ones
+		// forgotten, its workspace closed, and its place freed.
+		if n := svc.EndMCPSession(sess.SessionID()); n > 0 {
 			cfg.Logger.Info("session ended; cancelled its executions", "session", sess.SessionID(), "cancelled", n)
 		}
-		s.mgr.ForgetWhere(owned) // nobody else may read them
-		svc.CloseWorkspace(sessionOwner(sess.SessionID()))
+		s.ids.end(sess.SessionID(), false)
 	})
 	s.mcp = server.NewMCPServer("srt-mcp", cfg.Version,
 		server.WithToolCapabilities(false),

@@ -11,12 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/srt-mcp/srt-mcp/errs"
-	"github.com/srt-mcp/srt-mcp/executions"
-	"github.com/srt-mcp/srt-mcp/policy"
-	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/service"
-	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 // execArgs are execute_code's and execute_code_async's arguments (seed 002).
@@ -36,8 +31,8 @@ type execArgs struct {
 }
 
 type sandboxConfig struct {
-	Network    *policy.Network    `json:"network,omitempty"`
-	Filesystem *policy.Filesystem `json:"filesystem,omitempty"`
+	Network    *service.Network    `json:"network,omitempty"`
+	Filesystem *service.Filesystem `json:"filesystem,omitempty"`
 }
 
 const sandboxConfigSchema = `{
@@ -208,12 +203,12 @@ func (s *Server) setAnnotations() {
 // exitCode is the end's exit status as a shell reports it: the
 // command's own, -1 for a timeout, 128+N for a run cancelled by signal N,
 // null while running or when the sandbox failed.
-func exitCode(sn executions.Snapshot) *int { return service.ExitCode(sn.End) }
+func exitCode(sn service.Snapshot) *int { return service.ExitCode(sn.End) }
 
-func result(sn executions.Snapshot) map[string]any {
+func result(sn service.Snapshot) map[string]any {
 	out := sn.Events
 	if out == nil {
-		out = []runner.Event{}
+		out = []service.Event{}
 	}
 	r := map[string]any{
 		"execution_id": sn.ID,
@@ -229,26 +224,26 @@ func result(sn executions.Snapshot) map[string]any {
 		}
 		r["truncated"] = tr
 	}
-	if sn.End != nil && sn.End.Type == runner.EventError {
+	if sn.End != nil && sn.End.Type == service.EventError {
 		r["error"] = sn.End.ErrCode + ": " + sn.End.Message
 	}
 	return r
 }
 
 // summary is the text content: what happened, then the output.
-func summary(sn executions.Snapshot) string {
+func summary(sn service.Snapshot) string {
 	var b strings.Builder
 	switch {
 	case sn.End == nil:
 		fmt.Fprintf(&b, "execution %s is running", sn.ID)
-	case sn.End.Type == runner.EventExit:
+	case sn.End.Type == service.EventExit:
 		fmt.Fprintf(&b, "exit code %d after %d ms", sn.End.ExitCode, sn.End.DurationMS)
 		if sn.End.Signal != "" {
 			fmt.Fprintf(&b, " (%s)", sn.End.Signal)
 		}
-	case sn.End.Type == runner.EventTimeout:
+	case sn.End.Type == service.EventTimeout:
 		fmt.Fprintf(&b, "timed out after %gs (exit_code -1)", sn.End.TimeoutSeconds)
-	case sn.End.Type == runner.EventCancelled:
+	case sn.End.Type == service.EventCancelled:
 		b.WriteString("cancelled")
 	default:
 		fmt.Fprintf(&b, "failed: %s: %s", sn.End.ErrCode, sn.End.Message)
@@ -256,11 +251,11 @@ func summary(sn executions.Snapshot) string {
 	var out, errs strings.Builder
 	for _, e := range sn.Events {
 		switch e.Type {
-		case runner.EventStdout:
+		case service.EventStdout:
 			out.Write(e.Data)
-		case runner.EventStderr:
+		case service.EventStderr:
 			errs.Write(e.Data)
-		case runner.EventViolation:
+		case service.EventViolation:
 			if v := e.Violation; v != nil && v.Decision == "deny" {
 				fmt.Fprintf(&errs, "[sandbox] denied %s %s%s (%s)\n", v.Kind, v.Host, portSuffix(v.Port), v.Rule)
 			}
@@ -326,19 +321,18 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 		if a.SandboxConfig != nil {
 			ca.Network, ca.Filesystem = a.SandboxConfig.Network, a.SandboxConfig.Filesystem
 		}
-		spec, err := s.svc.CommandSpec(ca)
-		if err != nil {
+		if _, err := s.svc.CommandSpec(ca); err != nil { // before a session is made for it
 			return toolErr(err), nil
 		}
 		c := callerOf(ctx)
-		var ss *sessions.Session
+		var ws *service.Workspace
 		if a.SessionID != "" {
-			if ss, _, err = s.openSession(c, a.SessionID); err != nil {
+			var err error
+			if ws, _, err = s.svc.OpenWorkspace(c, a.SessionID); err != nil {
 				return toolErr(err), nil
 			}
 		}
-		owner := c.owner(a.SessionID)
-		r, err := s.svc.Start(ctx, service.Request{Op: "execute_code", Kind: "command", Session: ss, Owner: owner, Label: a.Command, Spec: &spec, Principal: c.principal})
+		r, err := s.svc.Start(ctx, service.Request{Op: "execute_code", Kind: "command", Caller: c, Workspace: ws, ByID: true, Label: a.Command, Command: &ca})
 		if err != nil {
 			return toolErr(err), nil
 		}
@@ -350,7 +344,7 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 		}
 		res := s.finish(ctx, req, r)
 		sn := res.Snapshot
-		v, text, isErr := result(sn), summary(sn), sn.State == executions.StateFailed
+		v, text, isErr := result(sn), summary(sn), sn.State == service.StateFailed
 		if res.QuotaExceeded != "" {
 			v["error"] = "quota_exceeded: " + res.QuotaExceeded
 			text += "\nquota_exceeded: " + res.QuotaExceeded
@@ -377,7 +371,7 @@ func toolErr(err error) *mcp.CallToolResult {
 // waitWithProgress waits for the end of e; when the request carries a
 // progress token it sends the output as it comes, batched at most every
 // ProgressInterval. The final result always has the complete output.
-func (s *Server) waitWithProgress(ctx context.Context, req mcp.CallToolRequest, e *executions.Execution) {
+func (s *Server) waitWithProgress(ctx context.Context, req mcp.CallToolRequest, e *service.Execution) {
 	var token mcp.ProgressToken
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
@@ -395,7 +389,7 @@ func (s *Server) waitWithProgress(ctx context.Context, req mcp.CallToolRequest, 
 		sn := e.Snapshot(sent)
 		var msg strings.Builder
 		for _, ev := range sn.Events {
-			if ev.Type == runner.EventStdout || ev.Type == runner.EventStderr {
+			if ev.Type == service.EventStdout || ev.Type == service.EventStderr {
 				msg.Write(ev.Data)
 			}
 		}
@@ -427,16 +421,10 @@ type idArgs struct {
 	ExecutionID string `json:"execution_id"`
 }
 
-func (s *Server) lookup(ctx context.Context, id string) (*executions.Execution, *mcp.CallToolResult) {
-	if id == "" {
-		return nil, toolError("invalid_arguments", "execution_id is required")
-	}
-	e, err := s.mgr.Lookup(id, callerOf(ctx).may)
-	if errors.Is(err, executions.ErrExpired) {
-		return nil, toolError("expired", fmt.Sprintf("execution %q: %s", id, errs.Of(err).Message))
-	}
+func (s *Server) lookup(ctx context.Context, id string) (*service.Execution, *mcp.CallToolResult) {
+	e, err := s.svc.Execution(callerOf(ctx), id)
 	if err != nil {
-		return nil, toolError("not_found", fmt.Sprintf("execution %q: %s", id, errs.Of(err).Message))
+		return nil, toolErr(err)
 	}
 	return e, nil
 }
@@ -467,7 +455,7 @@ func (s *Server) handleOutput(ctx context.Context, req mcp.CallToolRequest) (*mc
 		}
 		since = n
 	}
-	var sn executions.Snapshot
+	var sn service.Snapshot
 	if a.Wait {
 		d := 30 * time.Second
 		if a.WaitTimeout != nil && *a.WaitTimeout > 0 {
@@ -503,19 +491,19 @@ func (s *Server) handleStdin(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	}
 	if a.InputData != "" {
 		if err := e.SendStdin([]byte(a.InputData)); err != nil {
-			if errors.Is(err, executions.ErrFinished) {
+			if errors.Is(err, service.ErrFinished) {
 				return toolErr(err), nil
 			}
 			return toolError("stdin_failed", err.Error()), nil
 		}
 	}
 	if a.CloseStdin {
-		if err := e.CloseStdin(); err != nil && !errors.Is(err, executions.ErrFinished) {
+		if err := e.CloseStdin(); err != nil && !errors.Is(err, service.ErrFinished) {
 			return toolError("stdin_failed", err.Error()), nil
 		}
 	}
-	v := map[string]any{"execution_id": e.ID, "status": e.State().Status(), "bytes_written": len(a.InputData), "stdin_closed": a.CloseStdin}
-	return structured(v, fmt.Sprintf("wrote %d bytes to %s's stdin", len(a.InputData), e.ID), false), nil
+	v := map[string]any{"execution_id": e.ID(), "status": e.State().Status(), "bytes_written": len(a.InputData), "stdin_closed": a.CloseStdin}
+	return structured(v, fmt.Sprintf("wrote %d bytes to %s's stdin", len(a.InputData), e.ID()), false), nil
 }
 
 func (s *Server) handleCancel(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -530,26 +518,30 @@ func (s *Server) handleCancel(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if errRes != nil {
 		return errRes, nil
 	}
-	if err := e.Cancel(a.Force); err != nil && !errors.Is(err, executions.ErrFinished) {
+	if err := e.Cancel(a.Force); err != nil && !errors.Is(err, service.ErrFinished) {
 		return toolError("cancel_failed", err.Error()), nil
 	}
-	wctx, cancel := context.WithTimeout(ctx, runner.DefaultGrace+3*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, service.CancelGrace+3*time.Second)
 	sn := e.Wait(wctx, 0, true)
 	cancel()
-	return structured(statusMap(sn), "execution "+e.ID+" is "+sn.State.Status(), false), nil
+	return structured(statusMap(sn), "execution "+e.ID()+" is "+sn.State.Status(), false), nil
 }
 
-func statusMap(sn executions.Snapshot) map[string]any {
+func statusMap(sn service.Snapshot) map[string]any {
 	v := map[string]any{"execution_id": sn.ID, "status": sn.State.Status(), "exit_code": exitCode(sn),
 		"command": sn.Label, "created_at": sn.Created.UTC().Format(time.RFC3339Nano), "events": int(sn.NextSeq)}
 	if sn.End != nil {
 		v["duration_ms"] = sn.End.DurationMS
-		if sn.End.Type == runner.EventError {
+		if sn.End.Type == service.EventError {
 			v["error"] = sn.End.ErrCode + ": " + sn.End.Message
 		}
 	}
-	if len(sn.Truncated) > 0 {
-		v["truncated"] = sn.Truncated
+	if len(sn.Truncated) > 0 || sn.Dropped {
+		tr := append([]string(nil), sn.Truncated...)
+		if sn.Dropped {
+			tr = append(tr, "events")
+		}
+		v["truncated"] = tr
 	}
 	return v
 }
@@ -565,7 +557,7 @@ func (s *Server) handleStatus(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	sn := e.Snapshot(0)
 	sn.Events = nil
-	return structured(statusMap(sn), "execution "+e.ID+" is "+sn.State.Status(), false), nil
+	return structured(statusMap(sn), "execution "+e.ID()+" is "+sn.State.Status(), false), nil
 }
 
 // handleList lists the caller's executions: its MCP session's; without
@@ -580,23 +572,21 @@ func (s *Server) handleList(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return toolError("invalid_arguments", err.Error()), nil
 	}
 	c := callerOf(ctx)
-	may := c.may
-	if a.SessionID != "" {
-		if err := s.svc.MayUse(a.SessionID, c.principal); err != nil {
-			return toolErr(err), nil
-		}
-		may = func(owner string) bool { return owner == c.owner(a.SessionID) }
-	} else if c.sessionless() && c.anonymous() {
+	if a.SessionID == "" && c.Session == "" && c.Anonymous() {
 		return structured(map[string]any{"executions": []map[string]any{}},
 			"no executions listed: without an MCP session or an API key, pass the session_id of a workspace to list its executions (or poll an execution by its execution_id)", false), nil
 	}
+	execs, err := s.svc.Executions(c, a.SessionID)
+	if err != nil {
+		return toolErr(err), nil
+	}
 	list := []map[string]any{}
 	var lines []string
-	for _, e := range s.mgr.ListWhere(may) {
+	for _, e := range execs {
 		sn := e.Snapshot(^uint64(0) >> 1)
-		list = append(list, map[string]any{"execution_id": e.ID, "status": sn.State.Status(), "exit_code": exitCode(sn),
-			"command": e.Label, "created_at": e.Created.UTC().Format(time.RFC3339Nano)})
-		lines = append(lines, fmt.Sprintf("%s %s %s", e.ID, sn.State.Status(), e.Label))
+		list = append(list, map[string]any{"execution_id": e.ID(), "status": sn.State.Status(), "exit_code": exitCode(sn),
+			"command": e.Label(), "created_at": e.Created().UTC().Format(time.RFC3339Nano)})
+		lines = append(lines, fmt.Sprintf("%s %s %s", e.ID(), sn.State.Status(), e.Label()))
 	}
 	text := "no executions"
 	if len(lines) > 0 {

@@ -16,9 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/service"
-	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
 // Stateless is the session_id that asks for a fresh, stateless run.
@@ -42,23 +40,18 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 		timeout = time.Duration(*a.TimeoutSeconds * float64(time.Second))
 	}
 	c := callerOf(ctx)
-	sr := service.Request{Op: "execute_code", Kind: "script", Language: rt.Language, Code: a.Code, Cell: true, Timeout: timeout, Principal: c.principal}
+	sr := service.Request{Op: "execute_code", Kind: "script", Caller: c, ByID: true, Language: rt.Language, Code: a.Code, Cell: true, Timeout: timeout}
 	minted := false
 	switch {
 	case a.SessionID == Stateless:
 		sr.Kind, sr.Cell = "stateless", false
 	case a.SessionID == "":
-		sr.Session, minted, err = s.workspace(c, true)
+		sr.Workspace, minted, err = s.svc.ImplicitWorkspace(c, true)
 	default:
-		sr.Session, err = s.getSession(c, a.SessionID)
+		sr.Workspace, err = s.svc.LookupWorkspace(c, a.SessionID)
 	}
 	if err != nil {
 		return toolErr(err), nil
-	}
-	if sr.Session != nil {
-		sr.Owner = c.owner(sr.Session.ID)
-	} else {
-		sr.Owner = c.owner("")
 	}
 	if rt.Stateful && sr.Cell {
 		sr.Kind = "cell"
@@ -66,13 +59,13 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 	r, err := s.svc.Start(ctx, sr)
 	if err != nil {
 		if minted {
-			_ = s.svc.CloseSession(sr.Session.ID) // a handle nobody was told of
+			_ = s.svc.CloseWorkspace(c, sr.Workspace.ID()) // a handle nobody was told of
 		}
 		return toolErr(err), nil
 	}
 	sid := Stateless
-	if r.Session != nil {
-		sid = r.Session.ID
+	if r.Workspace != nil {
+		sid = r.Workspace.ID()
 	}
 	note := func(v map[string]any) {
 		if minted {
@@ -82,7 +75,7 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 	}
 	wait := !async && (a.WaitForCompletion == nil || *a.WaitForCompletion)
 	if !wait {
-		v := s.codeResult(service.Result{ID: r.ID(), Snapshot: r.Exec.Snapshot(0), Note: r.Note}, sid, rt.Language)
+		v := codeResult(service.Result{ID: r.ID(), Snapshot: r.Exec.Snapshot(0), Note: r.Note}, sid, rt.Language)
 		note(v)
 		text := "started execution " + r.ID() + " in session " + sid + "; poll it with get_execution_output"
 		if minted {
@@ -91,12 +84,12 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 		return structured(v, text, false), nil
 	}
 	res := s.finish(ctx, req, r)
-	v := s.codeResult(res, sid, rt.Language)
+	v := codeResult(res, sid, rt.Language)
 	note(v)
-	isErr := res.Snapshot.State == executions.StateFailed || res.QuotaExceeded != ""
+	isErr := res.Snapshot.State == service.StateFailed || res.QuotaExceeded != ""
 	out := structured(v, codeSummary(v), isErr)
-	if arts, ok := v["artifacts"].([]map[string]any); ok {
-		out.Content = append(out.Content, s.artifactContent(r.Session, arts)...)
+	if r.Workspace != nil {
+		out.Content = append(out.Content, s.artifactContent(ctx, r.Workspace, res.Artifacts)...)
 	}
 	return out, nil
 }
@@ -106,7 +99,7 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 // is the program's; -1 for a timeout or a sandbox failure (then with
 // error); 128+N for a run cancelled by signal N (130: an interrupted cell);
 // 1 with compile_error for a failed compile step.
-func (s *Server) codeResult(res service.Result, sessionID, language string) map[string]any {
+func codeResult(res service.Result, sessionID, language string) map[string]any {
 	sn := res.Snapshot
 	r := result(sn)
 	r["session_id"] = sessionID
@@ -133,7 +126,7 @@ func (s *Server) codeResult(res service.Result, sessionID, language string) map[
 		r["note"] = res.Note
 	}
 	if len(res.Artifacts) > 0 {
-		r["artifacts"] = s.artifactList(res.SessionID, res.Artifacts)
+		r["artifacts"] = artifactList(res.Artifacts)
 	}
 	return r
 }
@@ -231,15 +224,13 @@ func (s *Server) handleCreateSession(ctx context.Context, req mcp.CallToolReques
 		}
 		ttl = time.Duration(*t) * time.Second
 	}
-	c := callerOf(ctx)
-	ss, err := s.svc.CreateSession(ctx, c.sessionsKey(), a.Language, memory, ttl)
+	ws, err := s.svc.CreateSession(ctx, callerOf(ctx), a.Language, memory, ttl)
 	if err != nil {
 		return fromErr(err), nil
 	}
-	s.svc.Bind(ss.ID, c.principal)
-	v := map[string]any{"session_id": ss.ID, "language": a.Language, "created_at": ss.Created.UTC().Format(time.RFC3339),
-		"expires_at": s.svc.Sessions().ExpiresAt(ss).UTC().Format(time.RFC3339)}
-	return mcp.NewToolResultStructured(v, fmt.Sprintf("session %s (%s) created; it expires after %s idle", ss.ID, a.Language, ttl)), nil
+	v := map[string]any{"session_id": ws.ID(), "language": a.Language, "created_at": ws.Created().UTC().Format(time.RFC3339),
+		"expires_at": s.svc.ExpiresAt(ws).UTC().Format(time.RFC3339)}
+	return mcp.NewToolResultStructured(v, fmt.Sprintf("session %s (%s) created; it expires after %s idle", ws.ID(), a.Language, ttl)), nil
 }
 
 func (s *Server) handleDestroySession(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -249,10 +240,7 @@ func (s *Server) handleDestroySession(ctx context.Context, req mcp.CallToolReque
 	if err := req.BindArguments(&a); err != nil {
 		return dataError("invalid_arguments", err.Error(), nil), nil
 	}
-	if err := s.svc.MayUse(a.SessionID, callerOf(ctx).principal); err != nil {
-		return fromErr(err), nil
-	}
-	if err := s.svc.CloseSession(a.SessionID); err != nil {
+	if err := s.svc.CloseWorkspace(callerOf(ctx), a.SessionID); err != nil {
 		return fromErr(err), nil
 	}
 	return mcp.NewToolResultStructured(map[string]any{"session_id": a.SessionID, "status": "destroyed"}, "session "+a.SessionID+" destroyed"), nil
@@ -263,13 +251,13 @@ func (s *Server) handleDestroySession(ctx context.Context, req mcp.CallToolReque
 //
 // A sessionless caller has no workspace of its own: create mints a new
 // one (minted), else there is none.
-func (s *Server) sessionOrWorkspace(ctx context.Context, sid string, create bool) (ss *sessions.Session, minted bool, err error) {
+func (s *Server) sessionOrWorkspace(ctx context.Context, sid string, create bool) (ws *service.Workspace, minted bool, err error) {
 	c := callerOf(ctx)
 	if sid != "" {
-		ss, err = s.getSession(c, sid)
-		return ss, false, err
+		ws, err = s.svc.LookupWorkspace(c, sid)
+		return ws, false, err
 	}
-	return s.workspace(c, create)
+	return s.svc.ImplicitWorkspace(c, create)
 }
 
 func (s *Server) handleWorkspaceInfo(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -290,12 +278,12 @@ func (s *Server) handleWorkspaceInfo(ctx context.Context, req mcp.CallToolReques
 		return fromErr(err), nil
 	}
 	if ss == nil {
-		if callerOf(ctx).sessionless() {
+		if callerOf(ctx).Session == "" {
 			return mcp.NewToolResultStructured(v, "no workspace named: pass the session_id an earlier execute_code or create_session returned"), nil
 		}
 		return mcp.NewToolResultStructured(v, "no workspace yet: the first execute_code with code starts one"), nil
 	}
-	v["session_id"], v["created_at"] = ss.ID, ss.Created.UTC().Format(time.RFC3339)
+	v["session_id"], v["created_at"] = ss.ID(), ss.Created().UTC().Format(time.RFC3339)
 	info, err := s.svc.KernelInfo(ctx, ss, a.Language)
 	if err != nil {
 		return fromErr(err), nil
@@ -304,7 +292,7 @@ func (s *Server) handleWorkspaceInfo(ctx context.Context, req mcp.CallToolReques
 		v["variables"], v["imports"], v["execution_count"], v["memory_used_bytes"] = nonNil(info.Variables), nonNil(info.Modules), info.ExecCount, info.Memory
 		v["version"] = info.Version
 	}
-	return mcp.NewToolResultStructured(v, fmt.Sprintf("session %s: variables %v, imports %v, %v cells run", ss.ID, v["variables"], v["imports"], v["execution_count"])), nil
+	return mcp.NewToolResultStructured(v, fmt.Sprintf("session %s: variables %v, imports %v, %v cells run", ss.ID(), v["variables"], v["imports"], v["execution_count"])), nil
 }
 
 func nonNil(ss []string) []string {
@@ -328,16 +316,16 @@ func (s *Server) handleResetWorkspace(ctx context.Context, req mcp.CallToolReque
 	if !s.svc.Stateful(a.Language) {
 		return dataError("unsupported_language", fmt.Sprintf("language %q has no persistent interpreter here (python, javascript)", a.Language), nil), nil
 	}
-	if a.SessionID == "" && callerOf(ctx).sessionless() {
+	if a.SessionID == "" && callerOf(ctx).Session == "" {
 		return dataError("invalid_arguments", "session_id is required: without an MCP session there is no implicit workspace; pass the session_id an earlier call returned", nil), nil
 	}
 	ss, _, err := s.sessionOrWorkspace(ctx, a.SessionID, true)
 	if err != nil {
 		return fromErr(err), nil
 	}
-	if err := s.svc.ResetKernel(ctx, ss, a.Language); err != nil {
+	if err := s.svc.ResetKernel(ctx, callerOf(ctx), ss, a.Language); err != nil {
 		return fromErr(err), nil
 	}
-	return mcp.NewToolResultStructured(map[string]any{"session_id": ss.ID, "language": a.Language, "status": "reset"},
-		"workspace "+ss.ID+" reset: a fresh "+a.Language+" interpreter; files in /mnt/data are kept"), nil
+	return mcp.NewToolResultStructured(map[string]any{"session_id": ss.ID(), "language": a.Language, "status": "reset"},
+		"workspace "+ss.ID()+" reset: a fresh "+a.Language+" interpreter; files in /mnt/data are kept"), nil
 }

@@ -16,8 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/srt-mcp/srt-mcp/executions"
-	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/service"
 )
 
@@ -64,13 +62,13 @@ func (o *Ops) Bind(svc *service.Service) {
 	o.svc = svc
 	o.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "srtmcp_executions_running", Help: "Executions running now."},
-			func() float64 { return float64(svc.Manager().Running()) }),
+			func() float64 { return float64(svc.Stats().Running) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "srtmcp_sessions_active", Help: "Open data and workspace sessions."},
-			func() float64 { return float64(svc.Sessions().Count()) }),
+			func() float64 { return float64(svc.Stats().Sessions) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "srtmcp_warm_pool_ready", Help: "Sandboxes waiting in the warm pool."},
-			func() float64 { return float64(svc.WarmReady()) }),
+			func() float64 { return float64(svc.Stats().WarmReady) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "srtmcp_retained_output_bytes", Help: "Bytes of output the finished and running executions hold (bounded by --retained-output)."},
-			func() float64 { return float64(svc.Manager().RetainedBytes()) }),
+			func() float64 { return float64(svc.Stats().RetainedBytes) }),
 	)
 }
 
@@ -85,7 +83,7 @@ func (o *Ops) BindRunners(idle func() int) {
 }
 
 // Observe records an execution when it ends.
-func (o *Ops) Observe(kind, language string, e *executions.Execution) {
+func (o *Ops) Observe(kind, language string, e *service.Execution) {
 	go func() {
 		<-e.Done()
 		sn := e.Snapshot(0)
@@ -95,7 +93,7 @@ func (o *Ops) Observe(kind, language string, e *executions.Execution) {
 		}
 		for _, ev := range sn.Events {
 			switch {
-			case ev.Type == runner.EventStdout || ev.Type == runner.EventStderr:
+			case ev.Type == service.EventStdout || ev.Type == service.EventStderr:
 				o.output.WithLabelValues(ev.Type).Add(float64(len(ev.Data)))
 			case ev.Violation != nil && ev.Violation.Kind == "network" && ev.Violation.Decision == "transfer":
 				o.proxied.WithLabelValues("out").Add(float64(ev.Violation.BytesOut))
@@ -107,31 +105,38 @@ func (o *Ops) Observe(kind, language string, e *executions.Execution) {
 	}()
 }
 
-// Metrics serves /metrics, behind a bearer token when one is set.
-func (o *Ops) Metrics(token string) http.Handler {
-	h := promhttp.HandlerFor(o.reg, promhttp.HandlerOpts{})
-	if token == "" {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := r.Header.Get("Authorization")
-		if subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="srt-mcp metrics"`)
-			http.Error(w, "unauthorized: /metrics needs Authorization: Bearer <metrics token>", http.StatusUnauthorized)
-			return
+// Metrics serves /metrics (its route authenticates: the metrics token or
+// any of the server's keys).
+func (o *Ops) Metrics() http.Handler { return promhttp.HandlerFor(o.reg, promhttp.HandlerOpts{}) }
+
+// MetricsAuth is /metrics' authentication: open when the server has no
+// key at all; else the metrics token, or any key keyAuth accepts.
+func MetricsAuth(metricsToken string, keyed bool, keyAuth func(http.ResponseWriter, *http.Request) (string, bool)) func(http.ResponseWriter, *http.Request) (string, bool) {
+	return func(w http.ResponseWriter, r *http.Request) (string, bool) {
+		if metricsToken == "" && !keyed {
+			return "anonymous", true
 		}
-		h.ServeHTTP(w, r)
-	})
+		got := r.Header.Get("Authorization")
+		if metricsToken != "" && subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+metricsToken)) == 1 {
+			return "metrics", true
+		}
+		if keyed {
+			return keyAuth(w, r)
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="srt-mcp metrics"`)
+		http.Error(w, "unauthorized: /metrics needs Authorization: Bearer <metrics token or API key>", http.StatusUnauthorized)
+		return "", false
+	}
 }
 
 // Readyz serves the readiness probe; a result is reused for 5 s (a real
 // sandbox start costs tens of milliseconds).
 func (o *Ops) Readyz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o.svc.Sessions().Draining() {
+		if st := o.svc.Stats(); st.Draining {
 			// Shutting down: a load balancer stops sending new sessions
 			// here at once; the open ones finish (see serve's --drain-timeout).
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "draining", "running_executions": o.svc.Manager().Running()})
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "draining", "running_executions": st.Running})
 			return
 		}
 		o.mu.Lock()
@@ -156,7 +161,8 @@ func (o *Ops) Readyz() http.Handler {
 // Healthz serves the liveness probe: the process answers.
 func (o *Ops) Healthz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body := map[string]any{"status": "ok", "running_executions": o.svc.Manager().Running(), "warm_pool_ready": o.svc.WarmReady()}
+		st := o.svc.Stats()
+		body := map[string]any{"status": "ok", "running_executions": st.Running, "warm_pool_ready": st.WarmReady}
 		o.mu.Lock()
 		idle := o.runnersIdle
 		o.mu.Unlock()

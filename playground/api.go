@@ -1,27 +1,29 @@
 package playground
 
 // The playground's API, under /playground/api, beside its page: list the
-// languages, run code in a conversation's session with the output
-// streaming in (server-sent events), upload files, list the conversation's
-// files. It takes the server's token as a Bearer token; every run goes
-// through the run service.
+// languages, run code in a conversation's workspace with the output
+// streaming in (server-sent events), upload files, list the
+// conversation's files. It takes the server's keys as Bearer tokens; a
+// conversation is a name in the caller's own namespace (the service's
+// ConversationWorkspace): another key naming the same conversation reaches
+// another workspace. Listing never creates one: a GET changes nothing.
 
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"strings"
 
+	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/guard"
-	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/service"
-	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
+// door names the playground's conversations' namespace.
+const door = "playground"
+
 // Mount adds the playground's page, assets and API to mux, every route
-// behind g; auth checks the server's token on the API routes.
+// behind g; auth checks the server's keys on the API routes.
 func Mount(mux *http.ServeMux, g *guard.Guard, svc *service.Service, auth func(http.ResponseWriter, *http.Request) (string, bool)) {
 	a := &api{svc: svc}
 	static := http.FileServerFS(Static())
@@ -47,26 +49,15 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]any{"error": msg})
+// writeErr replies with an error: its code, its message, and the HTTP
+// status that fits it.
+func writeErr(w http.ResponseWriter, err error) {
+	e := errs.Of(err)
+	writeJSON(w, e.Status(), map[string]any{"error": e.Detail(), "code": e.Code})
 }
 
-// writeErr replies with a service error: its code and message, and the
-// HTTP status that fits it.
-func writeErr(w http.ResponseWriter, err error) {
-	code, msg := service.CodeOf(err)
-	status := http.StatusBadRequest
-	switch code {
-	case "session_busy":
-		status = http.StatusConflict
-	case "max_sessions", "too_many_executions":
-		status = http.StatusServiceUnavailable
-	case "quota_exceeded", "too_large", "code_too_large":
-		status = http.StatusRequestEntityTooLarge
-	case "internal_error", "storage_full":
-		status = http.StatusInternalServerError
-	}
-	writeJSON(w, status, map[string]any{"error": msg, "code": code})
+func caller(r *http.Request) service.Caller {
+	return service.CallerOf(guard.Principal(r.Context()), r.RemoteAddr)
 }
 
 func (a *api) runtimes(w http.ResponseWriter, r *http.Request) {
@@ -79,97 +70,61 @@ func (a *api) runtimes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"runtimes": out})
 }
 
-// session is the conversation's session; its caller is whoever holds the
-// key, from where.
-func (a *api) session(w http.ResponseWriter, r *http.Request, conversation string) *sessions.Session {
+// workspace is the conversation's workspace, made when create is set (nil
+// without an error when there is none yet).
+func (a *api) workspace(r *http.Request, conversation string, create bool) (*service.Workspace, error) {
 	if strings.TrimSpace(conversation) == "" {
-		writeError(w, http.StatusBadRequest, "give a conversation id")
-		return nil
+		return nil, errs.OnField(errs.InvalidArguments, "conversation", "", "is empty; give a conversation id")
 	}
-	ss, _, err := a.svc.Session(guard.CallerKey(r, "playground"), sessions.ForConversation(conversation))
-	if err != nil {
-		writeErr(w, err)
-		return nil
-	}
-	return ss
+	return a.svc.ConversationWorkspace(caller(r), door, conversation, create)
 }
 
-func (a *api) fileList(ss *sessions.Session) []map[string]any {
-	files := []map[string]any{}
-	signer := a.svc.Config().Files
-	for _, f := range ss.List() {
-		v := map[string]any{"path": f.Path, "filename": f.Filename, "name": f.Filename, "size_bytes": f.Size, "mime_type": f.MIME}
-		if signer != nil {
-			u := signer.URL(ss.ID, f.Filename)
-			v["download_url"], v["url"] = u, u
+func fileList(files []service.File) []map[string]any {
+	out := []map[string]any{}
+	for _, f := range files {
+		v := map[string]any{"path": f.Path, "filename": f.Name, "name": f.Name, "size_bytes": f.Size, "mime_type": f.MIME}
+		if f.URL != "" {
+			v["download_url"], v["url"] = f.URL, f.URL
 		}
-		files = append(files, v)
+		out = append(out, v)
 	}
-	return files
+	return out
 }
 
 func (a *api) files(w http.ResponseWriter, r *http.Request) {
-	ss := a.session(w, r, r.URL.Query().Get("conversation"))
-	if ss == nil {
+	ws, err := a.workspace(r, r.URL.Query().Get("conversation"), false)
+	if err != nil {
+		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"files": a.fileList(ss)})
+	files := []service.File{}
+	if ws != nil {
+		files = a.svc.Files(caller(r), ws, "playground.files")
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"files": fileList(files)})
 }
 
 func (a *api) upload(w http.ResponseWriter, r *http.Request) {
-	ss := a.session(w, r, r.URL.Query().Get("conversation"))
-	if ss == nil {
-		return
-	}
 	mr, err := r.MultipartReader()
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "want multipart/form-data: "+err.Error())
+		writeErr(w, errs.New(errs.InvalidArguments, "want multipart/form-data: %v", err))
 		return
 	}
-	max := a.svc.Config().MaxUploadBytes
-	var names []string
-	budget := sessions.UploadBudget{MaxTotal: max}
-	for {
-		part, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		_, params, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
-		if err := budget.Part(params["filename"] != ""); err != nil {
-			writeError(w, http.StatusRequestEntityTooLarge, err.Error())
-			return
-		}
-		if params["filename"] == "" {
-			continue
-		}
-		data, err := io.ReadAll(io.LimitReader(part, max+1))
-		if err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		if int64(len(data)) > max {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%s is larger than %d bytes", params["filename"], max))
-			return
-		}
-		if err := budget.File(len(data)); err != nil {
-			writeError(w, http.StatusRequestEntityTooLarge, err.Error())
-			return
-		}
-		rel, err := sessions.CleanName(params["filename"])
-		if err == nil {
-			_, err = a.svc.WriteFile(ss, rel, data, true)
-		}
-		if err != nil {
-			writeErr(w, err)
-			return
-		}
-		names = append(names, rel)
+	ws, err := a.workspace(r, r.URL.Query().Get("conversation"), true)
+	if err != nil {
+		writeErr(w, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"uploaded": names, "files": a.fileList(ss)})
+	rep, err := a.svc.UploadForm(caller(r), ws, mr, service.UploadOptions{Op: "playground.upload", Overwrite: true})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	names := []string{}
+	for _, f := range rep.Files {
+		names = append(names, strings.TrimPrefix(f.Path, service.WorkspaceMount+"/"))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"uploaded": names, "files": fileList(a.svc.Files(caller(r), ws, "playground.files"))})
 }
 
 // run streams a run as server-sent events: stdout, stderr and file
@@ -182,11 +137,11 @@ func (a *api) run(w http.ResponseWriter, r *http.Request) {
 		Conversation string `json:"conversation"`
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid JSON: "+err.Error())
+		writeErr(w, errs.New(errs.InvalidArguments, "invalid JSON: %v", err))
 		return
 	}
 	if strings.TrimSpace(req.Language) == "" {
-		writeError(w, http.StatusBadRequest, "choose a language (the list comes from /playground/api/runtimes)")
+		writeErr(w, errs.OnField(errs.InvalidArguments, "language", "", "is empty; choose one (the list comes from /playground/api/runtimes)"))
 		return
 	}
 	rt, err := a.svc.Runtime(req.Language)
@@ -194,12 +149,14 @@ func (a *api) run(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	ss := a.session(w, r, req.Conversation)
-	if ss == nil {
+	ws, err := a.workspace(r, req.Conversation, true)
+	if err != nil {
+		writeErr(w, err)
 		return
 	}
-	run, err := a.svc.Start(r.Context(), service.Request{Op: "playground.run", Kind: "playground", Session: ss, Language: rt.Language, Code: req.Code,
-		Label: "playground " + rt.Language})
+	c := caller(r)
+	run, err := a.svc.Start(r.Context(), service.Request{Op: "playground.run", Kind: "playground", Caller: c, Workspace: ws,
+		Language: rt.Language, Code: req.Code, Label: "playground " + rt.Language})
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -220,9 +177,9 @@ func (a *api) run(w http.ResponseWriter, r *http.Request) {
 		sn := run.Exec.Wait(r.Context(), after, false)
 		for _, ev := range sn.Events {
 			switch {
-			case ev.Type == runner.EventStdout || ev.Type == runner.EventStderr:
+			case ev.Type == service.EventStdout || ev.Type == service.EventStderr:
 				send(ev.Type, map[string]any{"data": service.ValidUTF8(string(ev.Data))})
-			case ev.Type == runner.EventFile && ev.File != nil:
+			case ev.Type == service.EventFile && ev.File != nil:
 				send("file", ev.File)
 			}
 		}
@@ -240,5 +197,6 @@ func (a *api) run(w http.ResponseWriter, r *http.Request) {
 		code = *c
 	}
 	msg := res.Explain(rt.Language)
-	send("done", map[string]any{"exit_code": code, "message": msg, "duration_ms": res.Duration(), "files": a.fileList(ss), "session_id": ss.ID})
+	send("done", map[string]any{"exit_code": code, "message": msg, "duration_ms": res.Duration(),
+		"files": fileList(a.svc.Files(c, ws, "playground.files")), "session_id": ws.ID()})
 }

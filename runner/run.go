@@ -127,8 +127,13 @@ func Start(ctx context.Context, spec Spec, sink func(Event), opts Options) (*Run
 	r := &Run{spec: spec, sink: sink, start: time.Now(), done: make(chan struct{})}
 	if err := r.startLocked(ctx, opts); err != nil {
 		var e *Error
-		if !errors.As(err, &e) {
+		switch {
+		case !errors.As(err, &e):
 			e = &Error{Code: ErrCodeInternal, Message: err.Error()}
+		case e.Field != "":
+			// A policy entry's error (the plan's): the runner's wire code,
+			// with the entry named in the message.
+			e = &Error{Code: ErrCodeInvalidPolicy, Message: e.Detail()}
 		}
 		r.finish(Event{Type: EventError, ErrCode: e.Code, Message: e.Message})
 		return r, e

@@ -6,13 +6,23 @@ package service
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"time"
 
 	"github.com/srt-mcp/srt-mcp/kernel"
+	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/sessions"
 )
+
+// workspaces are the kernel sets of the data sessions that have any.
+type workspaces struct {
+	mu sync.Mutex
+	k  map[string]*sessionKernels
+}
+
+func newWorkspaces() *workspaces { return &workspaces{k: map[string]*sessionKernels{}} }
 
 // sessionKernels are one session's kernels.
 type sessionKernels struct {
@@ -20,8 +30,11 @@ type sessionKernels struct {
 	mu        sync.Mutex
 	byLang    map[string]*kernel.Kernel
 	restarted map[string]string // language -> why its kernel restarted
-	memory    int64             // the memory limit of its kernels (0: the operator's)
-	watching  bool              // idleQuota runs for this set
+	// policies are the sandbox policies the kernels started under: one
+	// the ceiling would now make differently is restarted.
+	policies map[string]policy.Policy
+	memory   int64 // the memory limit of its kernels (0: the operator's)
+	watching bool  // idleQuota runs for this set
 }
 
 func (sk *sessionKernels) setMemory(m int64) {
@@ -36,7 +49,7 @@ func (s *Service) kernels(sid string) *sessionKernels {
 	defer s.ws.mu.Unlock()
 	sk := s.ws.k[sid]
 	if sk == nil {
-		sk = &sessionKernels{byLang: map[string]*kernel.Kernel{}, restarted: map[string]string{}}
+		sk = &sessionKernels{byLang: map[string]*kernel.Kernel{}, restarted: map[string]string{}, policies: map[string]policy.Policy{}}
 		s.ws.k[sid] = sk
 	}
 	return sk
@@ -48,11 +61,6 @@ func (s *Service) closeKernels(sid string) {
 	s.ws.mu.Lock()
 	sk := s.ws.k[sid]
 	delete(s.ws.k, sid)
-	for owner, id := range s.ws.byOwner {
-		if id == sid {
-			delete(s.ws.byOwner, owner)
-		}
-	}
 	s.ws.mu.Unlock()
 	if sk == nil {
 		return
@@ -95,21 +103,28 @@ func (s *Service) kernelFor(ctx context.Context, ss *sessions.Session, language 
 	sk.start.Lock()
 	defer sk.start.Unlock()
 	sk.mu.Lock()
-	k, note, memory := sk.byLang[language], sk.restarted[language], sk.memory
+	k, note, memory, started := sk.byLang[language], sk.restarted[language], sk.memory, sk.policies[language]
 	sk.mu.Unlock()
-	if k != nil && k.Alive() {
-		return k, "", nil
-	}
-	if k != nil && note == "" {
-		note = "the " + language + " kernel had exited (" + k.DeadReason() + "); a new one started without the old variables"
-	}
 	argv, err := kernel.Argv(language, s.interpreter(language))
 	if err != nil {
 		return nil, "", err
 	}
+	spec := s.kernelSpec(ss, argv, memory)
+	if k != nil && k.Alive() {
+		if reflect.DeepEqual(started, spec.Policy) {
+			return k, "", nil
+		}
+		// The operator's settings changed since it started: it may hold
+		// what they no longer allow.
+		k.Close()
+		note = "the operator's settings changed (a settings reload): the " + language + " interpreter restarted under the new ones; its variables and imports are gone"
+	}
+	if k != nil && note == "" {
+		note = "the " + language + " kernel had exited (" + k.DeadReason() + "); a new one started without the old variables"
+	}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	k, err = kernel.Start(sctx, language, s.kernelSpec(ss, argv, memory), kernel.Starter(s.starter(ss, nil)))
+	k, err = kernel.Start(sctx, language, spec, kernel.Starter(s.starter(ss, nil)))
 	if err != nil {
 		return nil, "", err
 	}
@@ -122,6 +137,7 @@ func (s *Service) kernelFor(ctx context.Context, ss *sessions.Session, language 
 	}
 	sk.mu.Lock()
 	sk.byLang[language] = k
+	sk.policies[language] = spec.Policy
 	delete(sk.restarted, language)
 	watching := sk.watching
 	sk.watching = true
@@ -182,7 +198,8 @@ func (s *Service) markRestarted(sid, language, why string) {
 
 // ResetKernel gives the session a fresh interpreter for language (seed
 // 001's reset_workspace): every kernel of the session ends, its files stay.
-func (s *Service) ResetKernel(ctx context.Context, ss *sessions.Session, language string) error {
+func (s *Service) ResetKernel(ctx context.Context, c Caller, w *Workspace, language string) error {
+	ss := w.ss
 	if !s.Stateful(language) {
 		return errorf("unsupported_language", "language %q has no persistent interpreter here (python, javascript)", language)
 	}
@@ -202,7 +219,7 @@ func (s *Service) ResetKernel(ctx context.Context, ss *sessions.Session, languag
 	if _, _, err := s.kernelFor(ctx, ss, language); err != nil {
 		return errorf("kernel_unavailable", "%v", err)
 	}
-	s.Audit(ss, map[string]any{"op": "reset_workspace", "language": language})
+	s.audit(c, ss, map[string]any{"op": "reset_workspace", "language": language})
 	return nil
 }
 
@@ -219,8 +236,8 @@ type KernelInfo struct {
 // KernelInfo asks the session's interpreter for language about its
 // variables, modules, execution count and memory (kernel_busy while a
 // cell runs past a short wait).
-func (s *Service) KernelInfo(ctx context.Context, ss *sessions.Session, language string) (KernelInfo, error) {
-	sk := s.kernels(ss.ID)
+func (s *Service) KernelInfo(ctx context.Context, w *Workspace, language string) (KernelInfo, error) {
+	sk := s.kernels(w.ss.ID)
 	sk.mu.Lock()
 	k := sk.byLang[language]
 	sk.mu.Unlock()

@@ -21,6 +21,7 @@ type pool struct {
 	size  int
 	mu    sync.Mutex
 	ready []*sessions.Session
+	gen   uint64 // ceiling changes seen: a session started before one is not kept
 	wake  chan struct{}
 	stop  chan struct{}
 	done  chan struct{}
@@ -71,6 +72,7 @@ func (p *pool) fill() error {
 		return nil
 	default:
 	}
+	gen := p.generation()
 	ss, err := p.s.reg.CreatePooled()
 	if err != nil {
 		return err
@@ -100,14 +102,46 @@ func (p *pool) fill() error {
 		return nil
 	default:
 	}
+	if p.gen != gen { // the ceiling changed while it started: made under the old one
+		p.mu.Unlock()
+		_ = p.s.reg.Close(ss.ID)
+		return nil
+	}
 	p.ready = append(p.ready, ss)
 	p.mu.Unlock()
 	return nil
 }
 
-// take claims a ready session, or returns nil when the pool is empty (or
-// the cap is reached: the caller then gets the same error creating one).
-func (p *pool) take() *sessions.Session {
+func (p *pool) generation() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.gen
+}
+
+// drain closes the sessions waiting in the pool (the ceiling changed: their
+// interpreters started under the old one) and has it refill.
+func (p *pool) drain() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.gen++
+	ready := p.ready
+	p.ready = nil
+	p.mu.Unlock()
+	for _, ss := range ready {
+		_ = p.s.reg.Close(ss.ID)
+	}
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take claims a ready session for principal, or returns nil when the pool
+// is empty (or the cap is reached: the caller then gets the same error
+// creating one).
+func (p *pool) take(principal string) *sessions.Session {
 	if p == nil {
 		return nil
 	}
@@ -116,7 +150,7 @@ func (p *pool) take() *sessions.Session {
 	for len(p.ready) > 0 && ss == nil {
 		ss = p.ready[0]
 		p.ready = p.ready[1:]
-		if err := p.s.reg.Claim(ss); err != nil {
+		if err := p.s.reg.Claim(ss, principal); err != nil {
 			p.ready = append([]*sessions.Session{ss}, p.ready...)
 			ss = nil
 			break

@@ -16,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/srt-mcp/srt-mcp/executions"
-	"github.com/srt-mcp/srt-mcp/guard"
 	"github.com/srt-mcp/srt-mcp/kernel"
 	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/profiles"
@@ -32,21 +31,25 @@ type Request struct {
 	// Kind labels it in the metrics (command, cell, script, stateless,
 	// run_python, install_package, librechat, playground, run_code).
 	Kind string
-	// Session is the data session the run works in; nil: a sessionless
+	// Caller asks for the run: its audit line names the principal, and the
+	// run counts against the principal's share of the server.
+	Caller Caller
+	// Workspace is the data session the run works in; nil: a sessionless
 	// run (a command without session_id, a stateless cell).
-	Session *sessions.Session
-	// Owner owns the execution (who may poll or cancel it); "": the
-	// session's own.
-	Owner string
+	Workspace *Workspace
+	// ByID: the caller reaches the run by its execution_id afterwards
+	// (seed 002's tools: poll, stdin, cancel, list). Otherwise the run
+	// belongs to its workspace and no tool reaches it by id.
+	ByID bool
 	// Label is the execution's label in listings ("": the first line of
 	// the code).
 	Label string
 
-	// What runs: Spec (a command the door built with CommandSpec), or
-	// Argv (in the data sandbox), or Pip (a package spec for pip), or
+	// What runs: Command (a shell command, within the operator's ceiling),
+	// or Argv (in the data sandbox), or Pip (a package spec for pip), or
 	// Code in Language: in the session's kernel when Cell is set (the
 	// language must be stateful), else a fresh sandbox.
-	Spec     *runner.Spec
+	Command  *CommandArgs
 	Argv     []string
 	Pip      string
 	Language string
@@ -59,9 +62,6 @@ type Request struct {
 	MaxOutput int64
 	// Audit adds fields to the run's audit line.
 	Audit map[string]any
-	// Principal is who asked for the run, for its audit line ("": the
-	// principal the HTTP guard put in the request's context, if any).
-	Principal string
 	// ReleaseBox frees the session's sandbox after the run (a stored
 	// LibreChat session holds no container between calls).
 	ReleaseBox bool
@@ -69,19 +69,19 @@ type Request struct {
 
 // Run is a started run.
 type Run struct {
-	Exec    *executions.Execution
-	Session *sessions.Session // nil: sessionless
-	Runtime *profiles.Runtime // nil: a command or an argv
-	Note    string            // why the session's interpreter restarted, when it did
-	cell    *kernel.Cell      // a kernel cell
-	before  sessions.Listing  // the workspace when the run started
-	done    chan struct{}     // closed once the run ended, was audited and the session released
-	quota   *runWatch         // the workspace's watch: file events, the quota (nil: none)
-	svc     *Service
+	Exec      *Execution
+	Workspace *Workspace        // nil: sessionless
+	Runtime   *profiles.Runtime // nil: a command or an argv
+	Note      string            // why the session's interpreter restarted, when it did
+	cell      *kernel.Cell      // a kernel cell
+	before    sessions.Listing  // the workspace when the run started
+	done      chan struct{}     // closed once the run ended, was audited and the session released
+	quota     *runWatch         // the workspace's watch: file events, the quota (nil: none)
+	svc       *Service
 }
 
 // ID is the run's execution id.
-func (r *Run) ID() string { return r.Exec.ID }
+func (r *Run) ID() string { return r.Exec.ID() }
 
 // Done is closed once the run has ended and its session is free again.
 func (r *Run) Done() <-chan struct{} { return r.done }
@@ -89,11 +89,11 @@ func (r *Run) Done() <-chan struct{} { return r.done }
 // Start starts req's run and returns at once. The session (if any) is
 // held until the run ends: a second run in it is session_busy.
 func (s *Service) Start(ctx context.Context, req Request) (*Run, error) {
-	if req.Principal == "" {
-		req.Principal = guard.Principal(ctx)
+	var ss *sessions.Session
+	if req.Workspace != nil {
+		ss = req.Workspace.ss
 	}
-	ss := req.Session
-	r := &Run{Session: ss, done: make(chan struct{}), svc: s}
+	r := &Run{Workspace: req.Workspace, done: make(chan struct{}), svc: s}
 	if req.Code != "" || req.Language != "" {
 		rt, err := s.Runtime(req.Language)
 		if err != nil {
@@ -121,8 +121,13 @@ func (s *Service) Start(ctx context.Context, req Request) (*Run, error) {
 	var spec runner.Spec
 	switch {
 	case req.Cell:
-	case req.Spec != nil:
-		spec = *req.Spec
+	case req.Command != nil:
+		a := *req.Command
+		a.InSession = ss != nil
+		var err error
+		if spec, err = s.CommandSpec(a); err != nil {
+			return nil, err
+		}
 	case req.Pip != "":
 		var err error
 		if spec, err = s.pipSpec(req.Pip); err != nil {
@@ -137,28 +142,33 @@ func (s *Service) Start(ctx context.Context, req Request) (*Run, error) {
 	default:
 		return nil, errorf("invalid_arguments", "nothing to run")
 	}
-	if r.Runtime != nil && !req.Cell && req.Spec == nil && req.Argv == nil && req.Pip == "" {
+	if r.Runtime != nil && !req.Cell && req.Command == nil && req.Argv == nil && req.Pip == "" {
 		spec.Report = r.Runtime.Reports() // the compile step's own channel
 	}
 	label := req.Label
 	if label == "" {
 		label = firstLine(req.Code)
 	}
-	owner := req.Owner
-	if owner == "" && ss != nil {
-		owner = Owner(ss.ID)
+	var owner string
+	switch {
+	case req.ByID && ss != nil:
+		owner = req.Caller.owner(ss.ID)
+	case req.ByID || ss == nil:
+		owner = req.Caller.owner("")
+	default:
+		owner = dataOwner(ss.ID)
 	}
 	language := "bash"
 	if r.Runtime != nil {
 		language = r.Runtime.Language
 	}
 	if ss == nil {
-		e, err := s.mgr.Start(owner, label, spec)
+		e, err := s.mgr.Start(executions.Owner{Key: owner, Principal: req.Caller.Principal}, label, spec)
 		if err != nil {
 			return nil, err
 		}
-		r.Exec = e
-		s.observe(req.Kind, language, e)
+		r.Exec = wrapExec(e)
+		s.observe(req.Kind, language, r.Exec)
 		close(r.done)
 		return r, nil
 	}
@@ -231,9 +241,9 @@ func (s *Service) Start(ctx context.Context, req Request) (*Run, error) {
 	var e *executions.Execution
 	var err error
 	if req.Cell {
-		e, err = s.mgr.StartCell(owner, label, wrapped)
+		e, err = s.mgr.StartCell(executions.Owner{Key: owner, Principal: req.Caller.Principal}, label, wrapped)
 	} else {
-		e, err = s.mgr.StartWith(owner, label, spec, wrapped)
+		e, err = s.mgr.StartWith(executions.Owner{Key: owner, Principal: req.Caller.Principal}, label, spec, wrapped)
 	}
 	if err == nil && (errors.Is(startErr, kernel.ErrBusy) || errors.Is(startErr, kernel.ErrDead)) {
 		err = startErr
@@ -246,8 +256,8 @@ func (s *Service) Start(ctx context.Context, req Request) (*Run, error) {
 	emu.Lock()
 	exec = e
 	emu.Unlock()
-	r.Exec = e
-	s.observe(req.Kind, language, e)
+	r.Exec = wrapExec(e)
+	s.observe(req.Kind, language, r.Exec)
 	released = true
 	if startErr != nil {
 		// The run never started: its end (an error event the manager
@@ -261,24 +271,24 @@ func (s *Service) Start(ctx context.Context, req Request) (*Run, error) {
 // noted, the audit line written, the sandbox released if asked, and the
 // session freed.
 func (s *Service) ended(r *Run, req Request, language string, end runner.Event, network []string) {
-	ss := r.Session
+	ss := r.Workspace.ss
 	if r.cell != nil && r.cell.Restarted {
 		s.markRestarted(ss.ID, language, "the previous cell ended by restarting the kernel: variables and imports are gone")
 	}
 	fields := map[string]any{"op": req.Op, "network": network, "end": end.Type, "duration_ms": end.DurationMS}
-	if req.Principal != "" {
-		fields["principal"] = req.Principal
+	if req.Caller.Principal != "" {
+		fields["principal"] = req.Caller.Principal
 	}
 	if r.Exec != nil {
-		fields["execution_id"] = r.Exec.ID
+		fields["execution_id"] = r.Exec.ID()
 	}
 	if r.Runtime != nil {
 		fields["language"] = language
 	}
 	code := req.Code
 	switch {
-	case req.Spec != nil && len(req.Spec.Argv) > 0:
-		code = req.Spec.Argv[len(req.Spec.Argv)-1] // shell -c COMMAND
+	case req.Command != nil:
+		code = req.Command.Command
 	case req.Argv != nil && req.Pip == "" && len(req.Argv) > 0:
 		code = req.Argv[len(req.Argv)-1] // python -c CODE
 	}
@@ -332,7 +342,7 @@ func (r *Run) Wait(ctx context.Context) Result {
 type Result struct {
 	ID        string
 	SessionID string
-	Snapshot  executions.Snapshot
+	Snapshot  Snapshot
 	End       *runner.Event
 	Stdout    string // valid UTF-8
 	Stderr    string // valid UTF-8, the end's explanation not included (see Explain)
@@ -345,16 +355,16 @@ type Result struct {
 	// Changed are the files the run created or changed (whatever its end);
 	// Artifacts are the same when it exited 0 (seed 000 reports files only
 	// then), else none.
-	Changed   []sessions.FileInfo
-	Artifacts []sessions.FileInfo
+	Changed   []File
+	Artifacts []File
 	Note      string
 	Truncated []string // streams cut at the output cap
 }
 
 func (r *Run) result(sn executions.Snapshot) Result {
-	res := Result{ID: r.Exec.ID, Snapshot: sn, End: sn.End, Note: r.Note, Truncated: sn.Truncated}
-	if r.Session != nil {
-		res.SessionID = r.Session.ID
+	res := Result{ID: r.Exec.ID(), Snapshot: sn, End: sn.End, Note: r.Note, Truncated: sn.Truncated}
+	if r.Workspace != nil {
+		res.SessionID = r.Workspace.ID()
 	}
 	out, errs := Outputs(sn)
 	res.Stdout, res.Stderr = ValidUTF8(string(out)), ValidUTF8(string(errs))
@@ -362,11 +372,13 @@ func (r *Run) result(sn executions.Snapshot) Result {
 		res.CompileFailed = true
 	}
 	res.QuotaExceeded = r.quota.exceeded()
-	if r.Session != nil && res.QuotaExceeded == "" && sn.End != nil && sn.End.Type != runner.EventError {
-		var ok bool
-		if res.Changed, ok = r.quota.changed(); !ok {
-			res.Changed = r.Session.Artifacts(r.before)
+	if r.Workspace != nil && res.QuotaExceeded == "" && sn.End != nil && sn.End.Type != runner.EventError {
+		ss := r.Workspace.ss
+		changed, ok := r.quota.changed()
+		if !ok {
+			changed = ss.Artifacts(r.before)
 		}
+		res.Changed = r.svc.files(ss, changed)
 		if res.OK() {
 			res.Artifacts = res.Changed
 		}
@@ -502,18 +514,10 @@ func (s *Service) Audit(ss *sessions.Session, v map[string]any) {
 	ss.Audit(b)
 }
 
-func (s *Service) observe(kind, language string, e *executions.Execution) {
+func (s *Service) observe(kind, language string, e *Execution) {
 	if s.cfg.Observe != nil && e != nil {
 		s.cfg.Observe(kind, language, e)
 	}
-}
-
-func firstLine(code string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(code), "\n")
-	if len(line) > 80 {
-		line = line[:80] + "..."
-	}
-	return line
 }
 
 // starter launches runs of a session on its backend (q, when set, sees
@@ -615,6 +619,12 @@ func (s *Service) CheckPip() error {
 	_, err := s.pipSpec("pip")
 	return err
 }
+
+// Network is a call's network request (sandbox_config.network).
+type Network = policy.Network
+
+// Filesystem is a call's host-path request (sandbox_config.filesystem).
+type Filesystem = policy.Filesystem
 
 // CommandArgs are a shell command's run (seed 002's execute_code).
 type CommandArgs struct {

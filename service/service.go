@@ -23,7 +23,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/srt-mcp/srt-mcp/downloads"
 	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/nofollow"
@@ -64,11 +63,19 @@ type Config struct {
 	// MaxSessionsPerCaller bounds the sessions one caller (an MCP session,
 	// a principal) holds open at once (SANDBOX_MAX_SESSIONS_PER_CALLER, 10).
 	MaxSessionsPerCaller int
-	PipIndex             string            // install_package's index (SANDBOX_PIP_INDEX_URL)
-	WarmPool             int               // sessions kept ready with a warmed Python kernel (SANDBOX_WARM_POOL)
-	Files                *downloads.Signer // signs download URLs; nil: none
+	PipIndex             string  // install_package's index (SANDBOX_PIP_INDEX_URL)
+	WarmPool             int     // sessions kept ready with a warmed Python kernel (SANDBOX_WARM_POOL)
+	Files                *Signer // signs download URLs; nil: none
+	// PrincipalShare is the part of each server-wide cap (executions
+	// running, sessions open, event streams, MCP sessions) one principal
+	// may take: 0 or 1, all of it (one tenant, or tenants who trust each
+	// other); 0.5: half, so that no API key starves the others.
+	PrincipalShare float64
+	// Holds bound the other things a caller can make the server hold
+	// (HoldMCPSession, HoldEventStream).
+	Holds map[string]HoldLimit
 	// Observe is told of every execution a door starts (metrics).
-	Observe func(kind, language string, e *executions.Execution)
+	Observe func(kind, language string, e *Execution)
 }
 
 // DefaultPipIndex is PyPI's simple index.
@@ -79,13 +86,16 @@ const DefaultWorkspaceQuota = 1 << 30
 
 // Service runs code for every door.
 type Service struct {
-	cfg     Config
-	mgr     *executions.Manager
-	reg     *sessions.Registry
-	backend executions.Backend
-	ws      *workspaces
-	pool    *pool
-	callers *callers
+	cfg      Config
+	mgr      *executions.Manager
+	reg      *sessions.Registry
+	backend  executions.Backend
+	ws       *workspaces
+	pool     *pool
+	callers  *callers
+	implicit implicit
+	convoMu  sync.Mutex // one conversation's workspace made at a time
+	holds    holds
 
 	ceiling atomic.Pointer[policy.Policy] // the operator's, replaced by SetCeiling
 
@@ -142,12 +152,15 @@ func New(cfg Config, mgr *executions.Manager) *Service {
 		cfg.Backend = &executions.Native{Launch: mgr.Starter()}
 	}
 	s := &Service{cfg: cfg, mgr: mgr, reg: cfg.Sessions, backend: cfg.Backend, ws: newWorkspaces(),
-		callers: newCallers(), closed: make(chan struct{})}
+		callers: newCallers(), closed: make(chan struct{}),
+		implicit: implicit{byMCP: map[string]string{}, byConvo: map[string]string{}}}
+	s.holds.counts = map[string]*holdCount{}
 	s.SetCeiling(cfg.Ceiling)
 	s.reg.OnEnd(func(ss *sessions.Session) {
-		s.mgr.CancelOwner(Owner(ss.ID), true)
+		s.mgr.CancelOwner(dataOwner(ss.ID), true)
 		s.closeKernels(ss.ID)
 		s.callers.forget(ss.ID)
+		s.forgetImplicit(ss.ID)
 		if err := s.backend.Destroy(sessions.BoxOf(ss)); err != nil {
 			s.cfg.Logger.Warn("removing a session's sandbox", "session_id", ss.ID, "error", err)
 		}
@@ -186,7 +199,16 @@ func (s *Service) Ceiling() policy.Policy { return *s.ceiling.Load() }
 // SetCeiling replaces the operator's policy (the settings file was
 // reloaded): every execution that starts from now on is narrowed from it;
 // running ones keep the policy they started with.
-func (s *Service) SetCeiling(p policy.Policy) { s.ceiling.Store(&p) }
+//
+// What was started ahead of need under the old ceiling follows: the warm
+// pool's interpreters are closed and the pool refills under the new one,
+// and a workspace's running interpreter whose sandbox the new ceiling
+// would make differently is restarted at its next cell (the reply says
+// so).
+func (s *Service) SetCeiling(p policy.Policy) {
+	s.ceiling.Store(&p)
+	s.pool.drain()
+}
 
 // Config returns the service's configuration (defaults filled in).
 func (s *Service) Config() Config { return s.cfg }
@@ -200,11 +222,32 @@ func (s *Service) Sessions() *sessions.Registry { return s.reg }
 // Backend returns the backend data sessions run on.
 func (s *Service) Backend() executions.Backend { return s.backend }
 
+// ErrDraining refuses new sessions while the server drains.
+var ErrDraining = sessions.ErrDraining
+
+// Draining tells whether the server is draining (it opens no session).
+func (s *Service) Draining() bool { return s.reg.Draining() }
+
+// RunsOn names what runs the code, for listings ("bubblewrap", or the
+// Docker image).
+func (s *Service) RunsOn() string { return s.backend.Runs() }
+
+// Stats are the server's gauges.
+type Stats struct {
+	Running       int   // executions running
+	Sessions      int   // data sessions open (pooled ones not included)
+	WarmReady     int   // sessions waiting in the warm pool
+	RetainedBytes int64 // output the executions hold
+	Draining      bool
+}
+
+// Stats reads the server's gauges.
+func (s *Service) Stats() Stats {
+	return Stats{Running: s.mgr.Running(), Sessions: s.reg.Count(), WarmReady: s.WarmReady(), RetainedBytes: s.mgr.RetainedBytes(), Draining: s.reg.Draining()}
+}
+
 // WarmReady is how many sessions wait in the warm pool.
 func (s *Service) WarmReady() int { return s.pool.Ready() }
-
-// Owner is the executions owner of a data session's runs.
-func Owner(sessionID string) string { return "data:" + sessionID }
 
 // Error is a failure a door reports to its caller: a code of the tool
 // contract and a message saying what to change.
@@ -340,7 +383,7 @@ func (s *Service) buildCacheTemplate() {
 		Stdin:   runner.StdinNull,
 		Hide:    s.cfg.Hide,
 	}
-	e, err := s.mgr.StartWith("server", "cache-template", spec, func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+	e, err := s.mgr.StartWith(executions.Owner{Key: "server"}, "cache-template", spec, func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
 		return s.backend.Start(box, spec, sink)
 	})
 	if err != nil {

@@ -275,8 +275,10 @@ func (w *runWatch) onChange(ev fsnotify.Event) {
 }
 
 // note queues a file event (a file created and changed since the last
-// flush is still "created").
+// flush is still "created"). The path a client sees is the name the
+// sandbox made, made safe to show.
 func (w *runWatch) note(rel string, fc *runner.FileChange) {
+	fc.Path = WorkspaceMount + "/" + safe(rel)
 	old, ok := w.pending[rel]
 	if !ok {
 		if len(w.order) >= maxFileEvents {
@@ -501,7 +503,7 @@ func (w *runWatch) removeCreated() string {
 		entries--
 		u.Over = false
 		if len(removed) < 5 {
-			removed = append(removed, fmt.Sprintf("%s (%s)", f.Filename, human(f.Size)))
+			removed = append(removed, fmt.Sprintf("%s (%s)", safe(f.Filename), human(f.Size)))
 		} else if len(removed) == 5 {
 			removed = append(removed, "...")
 		}

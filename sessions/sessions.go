@@ -53,6 +53,9 @@ type Config struct {
 	TTL time.Duration
 	// Max is the most open sessions (default 10).
 	Max int
+	// MaxPerPrincipal is the most open sessions one principal holds (0:
+	// Max): its share of the server, so that no key takes every session.
+	MaxPerPrincipal int
 	// Owner, when set, owns every directory and file the server creates in
 	// a session (when UIDs is not set).
 	Owner *Owner
@@ -115,11 +118,19 @@ type Registry struct {
 
 // Session is one data session.
 type Session struct {
-	ID        string
-	Dir       string // state/workspaces/<random>
-	Workspace string // Dir/data, mounted at /mnt/data
-	Cache     string // Dir/cache, the sandbox's ~/.cache (matplotlib's font cache, ...)
-	Created   time.Time
+	ID string
+	// Principal is who the session belongs to, fixed when it is made (a
+	// pooled session's when it is claimed): another principal's handle
+	// naming it finds nothing. "" is the server's own.
+	Principal string
+	// Incarnation tells this session from an earlier one under the same
+	// id (a caller may name its own ids, and reopen one after closing
+	// it): a signed download link names the incarnation it was made for.
+	Incarnation string
+	Dir         string // state/workspaces/<random>
+	Workspace   string // Dir/data, mounted at /mnt/data
+	Cache       string // Dir/cache, the sandbox's ~/.cache (matplotlib's font cache, ...)
+	Created     time.Time
 
 	owner *Owner
 	uid   int // the session's own host uid (and gid) when the server gives one
@@ -320,8 +331,13 @@ func NewID() string {
 	return "sess_" + hex.EncodeToString(b)
 }
 
-// Get returns an open session.
-func (s *Registry) Get(id string) (*Session, error) {
+// Get returns an open session, whoever it belongs to (the server's own
+// use; a caller's handle goes through Lookup).
+func (s *Registry) Get(id string) (*Session, error) { return s.get(id, nil) }
+
+// get returns the open session id if it passes mine (nil: any), and
+// counts the lookup as use of it.
+func (s *Registry) get(id string, mine func(*Session) bool) (*Session, error) {
 	if !sessionIDPattern.MatchString(id) {
 		return nil, sessErr("session_not_found", "No active session with id %s (session ids look like sess_0123456789ab)", id)
 	}
@@ -331,20 +347,26 @@ func (s *Registry) Get(id string) (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss, ok := s.open[id]
-	if !ok || ss.pooled {
+	if !ok || ss.pooled || (mine != nil && !mine(ss)) {
 		return nil, sessErr("session_not_found", "No active session with id %s", id)
 	}
 	ss.touch()
 	return ss, nil
 }
 
-// GetOrCreate returns the session id, creating it when id is "" (a fresh
-// id) or not open yet.
-func (s *Registry) GetOrCreate(id string) (*Session, bool, error) {
-	if id == "" {
-		id = s.newID()
-	}
-	if !sessionIDPattern.MatchString(id) {
+// GetOrCreate is Open for the server's own sessions (no principal).
+func (s *Registry) GetOrCreate(id string) (*Session, bool, error) { return s.Open(id, "") }
+
+// Open returns principal's session id, creating it for principal when id
+// is "" (a fresh id) or names no open session (seed 000: a caller may name
+// a new session). An open session of another principal is
+// session_not_found, exactly like one that does not exist; so is an id
+// naming this replica that is not open: only the server mints those (a
+// caller choosing one could take an id the server is about to hand to
+// someone else).
+func (s *Registry) Open(id, principal string) (*Session, bool, error) {
+	minted := id == ""
+	if !minted && !sessionIDPattern.MatchString(id) {
 		return nil, false, sessErr("invalid_session_id", "session_id %q must look like sess_ followed by 12 lowercase hex digits; omit it to get a new one", id)
 	}
 	if err := s.foreign(id); err != nil {
@@ -352,23 +374,62 @@ func (s *Registry) GetOrCreate(id string) (*Session, bool, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ss, ok := s.open[id]; ok && !ss.pooled {
+	if minted {
+		for id = s.newID(); s.open[id] != nil; id = s.newID() {
+		}
+	}
+	if ss, ok := s.open[id]; ok {
+		if ss.pooled || ss.Principal != principal {
+			return nil, false, notFound(id)
+		}
 		ss.touch()
 		return ss, false, nil
-	} else if ok {
-		return nil, false, sessErr("session_not_found", "No active session with id %s", id)
+	}
+	if !minted && ReplicaOf(id) != "" {
+		return nil, false, sessErr("session_not_found", "No active session with id %s: ids naming a replica are minted by the server, and this one is closed (omit session_id to get a new session)", id)
 	}
 	if s.draining {
 		return nil, false, ErrDraining
 	}
-	if s.activeLocked() >= s.cfg.Max {
-		return nil, false, sessErr("max_sessions", "Maximum %d concurrent sessions reached. Close an existing session first.", s.cfg.Max)
+	if err := s.capLocked(principal); err != nil {
+		return nil, false, err
 	}
 	ss, err := s.createLocked(id)
 	if err != nil {
 		return nil, false, err
 	}
+	ss.Principal = principal
 	return ss, true, nil
+}
+
+// Lookup returns principal's open session id: another principal's is
+// session_not_found, like one that does not exist.
+func (s *Registry) Lookup(id, principal string) (*Session, error) {
+	return s.get(id, func(ss *Session) bool { return ss.Principal == principal })
+}
+
+func notFound(id string) error {
+	return sessErr("session_not_found", "No active session with id %s (session ids look like sess_0123456789ab)", id)
+}
+
+// capLocked refuses a new session past the server's cap or principal's
+// share of it.
+func (s *Registry) capLocked(principal string) error {
+	if s.activeLocked() >= s.cfg.Max {
+		return sessErr("max_sessions", "Maximum %d concurrent sessions reached. Close an existing session first.", s.cfg.Max)
+	}
+	if share := s.cfg.MaxPerPrincipal; share > 0 && share < s.cfg.Max {
+		n := 0
+		for _, ss := range s.open {
+			if !ss.pooled && !ss.storage && ss.Principal == principal {
+				n++
+			}
+		}
+		if n >= share {
+			return sessErr("max_sessions", "this API key holds %d open sessions, its share of the server's %d (SANDBOX_MAX_SESSIONS, shared between keys); close one first", n, s.cfg.Max)
+		}
+	}
+	return nil
 }
 
 // CreatePooled makes a session for a warm pool: it does not count against
@@ -379,7 +440,11 @@ func (s *Registry) CreatePooled() (*Session, error) {
 	if s.draining {
 		return nil, ErrDraining
 	}
-	ss, err := s.createLocked(s.newID())
+	id := s.newID()
+	for s.open[id] != nil {
+		id = s.newID()
+	}
+	ss, err := s.createLocked(id)
 	if err != nil {
 		return nil, err
 	}
@@ -387,8 +452,9 @@ func (s *Registry) CreatePooled() (*Session, error) {
 	return ss, nil
 }
 
-// Claim turns a pooled session into a caller's (under the cap).
-func (s *Registry) Claim(ss *Session) error {
+// Claim turns a pooled session into principal's (under the cap and
+// principal's share of it).
+func (s *Registry) Claim(ss *Session, principal string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.open[ss.ID]; !ok || !ss.pooled {
@@ -397,10 +463,11 @@ func (s *Registry) Claim(ss *Session) error {
 	if s.draining {
 		return ErrDraining
 	}
-	if s.activeLocked() >= s.cfg.Max {
-		return sessErr("max_sessions", "Maximum %d concurrent sessions reached. Close an existing session first.", s.cfg.Max)
+	if err := s.capLocked(principal); err != nil {
+		return err
 	}
 	ss.pooled = false
+	ss.Principal = principal
 	ss.touch()
 	return nil
 }
@@ -441,7 +508,10 @@ func (s *Registry) activeLocked() int {
 // expect them to last (the LibreChat Code API: a day): it expires after
 // ttl idle and counts against max such sessions, not against the cap of
 // interactive sessions.
-func (s *Registry) CreateStorage(ttl time.Duration, max int) (*Session, error) {
+//
+// The session belongs to principal from the start: nothing is adopted by
+// whoever names it first.
+func (s *Registry) CreateStorage(ttl time.Duration, max int, principal string) (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -456,11 +526,15 @@ func (s *Registry) CreateStorage(ttl time.Duration, max int) (*Session, error) {
 	if n >= max {
 		return nil, sessErr("max_sessions", "Maximum %d stored sessions reached; older ones expire after %s idle.", max, ttl)
 	}
-	ss, err := s.createLocked(s.newID())
+	id := s.newID()
+	for s.open[id] != nil {
+		id = s.newID()
+	}
+	ss, err := s.createLocked(id)
 	if err != nil {
 		return nil, err
 	}
-	ss.storage, ss.ttl = true, ttl
+	ss.storage, ss.ttl, ss.Principal = true, ttl, principal
 	return ss, nil
 }
 
@@ -468,7 +542,10 @@ func (s *Registry) createLocked(id string) (*Session, error) {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	dir := filepath.Join(s.ws, hex.EncodeToString(b))
-	ss := &Session{ID: id, Dir: dir, Workspace: filepath.Join(dir, "data"), Cache: filepath.Join(dir, "cache"), Created: time.Now(), lastUsed: time.Now()}
+	inc := make([]byte, 8)
+	_, _ = rand.Read(inc)
+	ss := &Session{ID: id, Incarnation: hex.EncodeToString(inc), Dir: dir, Workspace: filepath.Join(dir, "data"), Cache: filepath.Join(dir, "cache"),
+		Created: time.Now(), lastUsed: time.Now()}
 	ss.owner = s.cfg.Owner
 	if s.cfg.UIDs != nil {
 		uid, err := s.allocUIDLocked()
@@ -960,6 +1037,33 @@ func CleanName(name string) (string, error) {
 		return bad("longer than 1024 bytes")
 	}
 	return rel, nil
+}
+
+// SafeName is a name a sandbox made, made safe to show a client: each
+// control or direction-changing character becomes a visible escape (\x1b,
+// \u202e), so a terminal or a chat window showing it shows text, not an
+// instruction. ok reports whether the name needed none (only such names
+// can be read back: CleanName refuses the others).
+func SafeName(name string) (safe string, ok bool) {
+	if utf8.ValidString(name) && strings.IndexFunc(name, unsafeNameRune) < 0 {
+		return name, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); {
+		r, size := utf8.DecodeRuneInString(name[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, "\\x%02x", name[i])
+		case r < 0x100 && unsafeNameRune(r):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case unsafeNameRune(r):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteString(name[i : i+size])
+		}
+		i += size
+	}
+	return b.String(), false
 }
 
 // unsafeNameRune: control characters (C0, DEL, C1) and the Unicode

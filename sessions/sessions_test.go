@@ -472,3 +472,87 @@ func TestRemoveLeftoversOfAKilledMkdirTemp(t *testing.T) {
 		t.Errorf("this server's own directory was removed: %v", err)
 	}
 }
+
+// A session belongs to the principal that opened it: another principal's
+// Open or Lookup of its id is session_not_found (it is not adopted), a
+// reopened id is a new incarnation, a principal's share of the cap holds,
+// and an id naming this replica is the server's to mint, not a caller's.
+func TestOpenBindsPrincipals(t *testing.T) {
+	s := newSessions(t, Config{Max: 4, MaxPerPrincipal: 2, Replica: "r1"})
+	a, created, err := s.Open("sess_0123456789ab", "key:alice")
+	if err != nil || !created || a.Principal != "key:alice" || a.Incarnation == "" {
+		t.Fatalf("alice's session: %+v %v %v", a, created, err)
+	}
+	if again, created, err := s.Open(a.ID, "key:alice"); err != nil || created || again != a {
+		t.Fatalf("alice reopening her own id: %v %v", created, err)
+	}
+	_, _, err = s.Open(a.ID, "key:bob")
+	wantCode(t, err, "session_not_found")
+	_, err = s.Lookup(a.ID, "key:bob")
+	wantCode(t, err, "session_not_found")
+	if got, err := s.Lookup(a.ID, "key:alice"); err != nil || got != a {
+		t.Fatalf("alice's lookup: %v", err)
+	}
+	if a.Principal != "key:alice" {
+		t.Fatalf("bob's attempts changed the owner: %q", a.Principal)
+	}
+	// Closed and opened again under the same id: another incarnation.
+	inc := a.Incarnation
+	if err := s.Close(a.ID); err != nil {
+		t.Fatal(err)
+	}
+	b, created, err := s.Open("sess_0123456789ab", "key:bob")
+	if err != nil || !created || b.Principal != "key:bob" || b.Incarnation == inc {
+		t.Fatalf("bob reopening the id: %+v %v (old incarnation %s)", b, err, inc)
+	}
+	// The share: bob holds at most 2 of the 4.
+	if _, _, err := s.Open("", "key:bob"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.Open("", "key:bob")
+	wantCode(t, err, "max_sessions")
+	if !strings.Contains(err.Error(), "share") {
+		t.Errorf("the share's refusal should say so: %v", err)
+	}
+	if _, _, err := s.Open("", "key:carol"); err != nil {
+		t.Fatalf("another principal while bob holds his share: %v", err)
+	}
+	// This replica's ids are minted, never named into being.
+	_, _, err = s.Open("sess_r1_0123456789ab", "key:carol")
+	wantCode(t, err, "session_not_found")
+	// Storage and pooled sessions are bound too.
+	st, err := s.CreateStorage(time.Hour, 10, "librechat:apikey")
+	if err != nil || st.Principal != "librechat:apikey" {
+		t.Fatalf("storage: %+v %v", st, err)
+	}
+	_, err = s.Lookup(st.ID, "key:alice")
+	wantCode(t, err, "session_not_found")
+	p, err := s.CreatePooled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Lookup(p.ID, "")
+	wantCode(t, err, "session_not_found") // waiting in the pool: nobody's yet
+	if err := s.Claim(p, "key:carol"); err != nil || p.Principal != "key:carol" {
+		t.Fatalf("claim: %v %q", err, p.Principal)
+	}
+}
+
+func TestSafeName(t *testing.T) {
+	for in, want := range map[string]string{
+		"chart.png":                     "chart.png",
+		"données.csv":                   "données.csv",
+		"rt\x1b]0;PWNED\x07\x1b[2J.txt": `rt\x1b]0;PWNED\x07\x1b[2J.txt`,
+		"evil\u202etxt.exe":             `evil\u202etxt.exe`,
+		"a\u0085b":                      `a\x85b`,
+		"\xff.csv":                      `\xff.csv`,
+	} {
+		got, ok := SafeName(in)
+		if got != want || ok != (in == want) {
+			t.Errorf("SafeName(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+		if strings.IndexFunc(got, unsafeNameRune) >= 0 {
+			t.Errorf("SafeName(%q) = %q still carries a control character", in, got)
+		}
+	}
+}

@@ -47,7 +47,7 @@ type httpConfig struct {
 // seed 003's event stream; /sse and /message, MCP's 2024-11-05 transport); /files/: signed
 // downloads; /metrics, /readyz, /healthz: operations; /: the playground;
 // the LibreChat Code API under its prefix.
-func httpRoutes(cfg httpConfig, svc *service.Service, srv *mcpserver.Server, o *ops.Ops, signer *downloads.Signer) http.Handler {
+func httpRoutes(cfg httpConfig, svc *service.Service, srv *mcpserver.Server, o *ops.Ops) http.Handler {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 4 << 20
 	}
@@ -66,8 +66,9 @@ func httpRoutes(cfg httpConfig, svc *service.Service, srv *mcpserver.Server, o *
 	sse, message := srv.SSEHandlers()                                                  // the 2024-11-05 HTTP+SSE transport
 	mux.Handle("/sse", g.Wrap(guard.Route{Auth: mcpAuth}, sse))
 	mux.Handle("/message", g.Wrap(guard.Route{Auth: mcpAuth}, message))
-	mux.Handle("/files/", g.Wrap(guard.Route{}, downloads.Handler(signer, svc.Sessions()))) // the signed URL is the credential
-	mux.Handle("/metrics", g.Wrap(guard.Route{}, o.Metrics(cfg.MetricsToken)))
+	mux.Handle("/files/", g.Wrap(guard.Route{CrossSite: true}, downloads.Handler(svc))) // the signed URL is the credential
+	keyed := cfg.Token != "" || cfg.Keys != nil
+	mux.Handle("/metrics", g.Wrap(guard.Route{Auth: ops.MetricsAuth(cfg.MetricsToken, keyed, mcpAuth)}, o.Metrics()))
 	pgAuth := bearer(func(w http.ResponseWriter) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
@@ -81,7 +82,7 @@ func httpRoutes(cfg httpConfig, svc *service.Service, srv *mcpserver.Server, o *
 		body := svc.Config().MaxUploadBytes + 1<<20
 		mux.Handle(prefix+"/", g.Wrap(guard.Route{NoRateLimit: true, MaxBody: body}, http.StripPrefix(prefix, librechat.New(*lc, svc))))
 	}
-	probe := guard.Route{AnyHost: true}
+	probe := guard.Route{AnyHost: true, CrossSite: true}
 	mux.Handle("/readyz", g.Wrap(probe, o.Readyz()))
 	mux.Handle("/healthz", g.Wrap(probe, o.Healthz()))
 	return collapseSlashes(mux)

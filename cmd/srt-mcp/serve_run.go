@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -22,8 +23,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/srt-mcp/srt-mcp/apikeys"
-	"github.com/srt-mcp/srt-mcp/downloads"
 	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/guard"
 	"github.com/srt-mcp/srt-mcp/librechat"
 	"github.com/srt-mcp/srt-mcp/mcpserver"
 	"github.com/srt-mcp/srt-mcp/ops"
@@ -142,9 +143,14 @@ func runServe(c *cli.Context) error {
 	// to start (see runner.Pool).
 	pool := runner.NewPool(runnerBin, os.Getenv(stageBinaryEnv), c.Int("runner-pool"))
 	defer pool.Close()
+	share, err := principalShare(c.String("principal-share"), keys)
+	if err != nil {
+		return cli.Exit("--principal-share (SANDBOX_PRINCIPAL_SHARE): "+err.Error(), exitUsage)
+	}
 	mgr := executions.NewManager(executions.Config{
 		MaxConcurrent:    c.Int("max-concurrent"),
 		MaxPerOwner:      c.Int("max-per-session"),
+		MaxPerPrincipal:  service.ShareOf(c.Int("max-concurrent"), share),
 		Retention:        c.Duration("retention"),
 		MaxRetainedBytes: retained,
 		Replica:          replica,
@@ -162,7 +168,7 @@ func runServe(c *cli.Context) error {
 	}
 	scfg := sessions.Config{
 		StateDir: stateDir, TTL: time.Duration(c.Float64("data-session-ttl-minutes") * float64(time.Minute)), Max: c.Int("max-sessions"),
-		Replica: replica,
+		MaxPerPrincipal: service.ShareOf(c.Int("max-sessions"), share), Replica: replica,
 	}
 	backendName := c.String("backend")
 	switch backendName {
@@ -204,7 +210,7 @@ func runServe(c *cli.Context) error {
 			logger.Info("removed the workspaces a previous server left behind", "state_dir", stateDir, "sessions", n, "error", err)
 		}
 	}()
-	secret, err := downloads.LoadOrCreateSecret(c.String("file-secret"), stateDir)
+	secret, err := service.LoadOrCreateSecret(c.String("file-secret"), stateDir)
 	if err != nil {
 		return cli.Exit("file-signing secret: "+err.Error(), 1)
 	}
@@ -212,9 +218,9 @@ func runServe(c *cli.Context) error {
 	if baseURL == "" {
 		baseURL = fmt.Sprintf("http://%s", net.JoinHostPort(c.String("host"), fmt.Sprint(c.Int("port"))))
 	}
-	var signer *downloads.Signer
+	var signer *service.Signer
 	if !c.Bool("stdio") || c.IsSet("public-base-url") {
-		signer = &downloads.Signer{Secret: secret, BaseURL: baseURL, TTL: c.Duration("download-ttl")}
+		signer = &service.Signer{Secret: secret, BaseURL: baseURL, TTL: c.Duration("download-ttl")}
 	}
 	metrics := ops.New()
 	metrics.BindRunners(pool.Idle)
@@ -225,6 +231,14 @@ func runServe(c *cli.Context) error {
 		MaxCodeBytes: c.Int("max-code-bytes"), MaxUploadBytes: c.Int64("max-upload-bytes"), MaxArtifactRead: c.Int64("max-artifact-read-bytes"),
 		WorkspaceQuota: quota, MaxSessionsPerCaller: c.Int("max-sessions-per-caller"),
 		PipIndex: c.String("pip-index-url"), WarmPool: c.Int("warm-pool"), Files: signer, Observe: metrics.Observe,
+		PrincipalShare: share,
+		Holds: map[string]service.HoldLimit{
+			service.HoldMCPSession: {What: "MCP sessions", Global: c.Int("max-mcp-sessions"), PerCaller: c.Int("max-mcp-sessions-per-caller"),
+				GlobalFlag: "--max-mcp-sessions", CallerFlag: "--max-mcp-sessions-per-caller",
+				Close: "close one (DELETE /mcp with its Mcp-Session-Id, or end its SSE stream) or reuse it; idle ones close after --session-ttl"},
+			service.HoldEventStream: {What: "event streams", Global: maxEventStreams, PerCaller: maxEventStreamsPerCaller,
+				GlobalFlag: "256 at most", CallerFlag: "32 per caller", Close: "close one first"},
+		},
 	}, mgr)
 	metrics.Bind(svc)
 	defer svc.Shutdown() // before the registry's: the warm pool stops filling first
@@ -253,13 +267,14 @@ func runServe(c *cli.Context) error {
 	handler := httpRoutes(httpConfig{
 		Token: token, Keys: keys, Replica: replica, AllowedOrigins: c.StringSlice("allowed-origin"), AllowedHosts: allowedHosts(c), MaxBody: maxBody,
 		RateLimit: c.Float64("rate-limit"), SessionTTL: sessionTTL, MetricsToken: c.String("metrics-token"), LibreChat: lcCfg,
-	}, svc, srv, metrics, signer)
+	}, svc, srv, metrics)
 	addr := net.JoinHostPort(host, fmt.Sprint(c.Int("port")))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("listen on %s: %v", addr, err), 1)
 	}
-	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: c.Duration("http-idle-timeout")}
+	ln = guard.Listener(ln, c.Int("max-connections-per-address"), maxConnections())
 	logger.Info("srt-mcp serving MCP", "url", "http://"+ln.Addr().String()+"/mcp", "auth", token != "" || keys != nil, "api_keys", keys.Len(), "mcp_session_ttl", sessionTTL.String())
 	go func() {
 		<-ctx.Done()
@@ -272,6 +287,40 @@ func runServe(c *cli.Context) error {
 		return cli.Exit(err.Error(), 1)
 	}
 	return nil
+}
+
+// The event streams (GET /mcp/events) the server holds, in all and per
+// caller.
+const (
+	maxEventStreams          = 256
+	maxEventStreamsPerCaller = 32
+)
+
+// principalShare reads --principal-share: a fraction in (0, 1], or "auto"
+// (half when API keys name several principals, else all).
+func principalShare(v string, keys *apikeys.Keys) (float64, error) {
+	if v == "" || v == "auto" {
+		if keys.Len() > 0 {
+			return 0.5, nil
+		}
+		return 1, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f <= 0 || f > 1 {
+		return 0, fmt.Errorf("%q: want a fraction above 0 and at most 1 (0.5: no key takes more than half of each cap), or auto", v)
+	}
+	return f, nil
+}
+
+// maxConnections bounds the connections the listener holds in all: three
+// quarters of the descriptors the process may open, so that sandboxes,
+// workspaces and the state directory always have some.
+func maxConnections() int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == 0 {
+		return 0
+	}
+	return int(max(64, rl.Cur*3/4))
 }
 
 // replicaName is what --replica-id may be (sessions.ReplicaPattern).
