@@ -24,7 +24,13 @@ import (
 // as uid 0. So when srt-mcp runs as root it also puts the whole sandbox in a
 // cgroup of its own (v2, or v1's pids and memory hierarchies): pids.max
 // bounds the processes and the memory limit bounds the sandbox's total, not
-// just each process. Nothing of the command runs outside it: on cgroup v1
+// just each process. The same cgroup (v2 with the cpu controller, or v1's
+// cpu hierarchy) makes the sandbox one unit for the scheduler: every
+// sandbox has the same weight (cpu.shares 1024, cpu.weight 100: a new
+// cgroup's default), so a tenant's 40 busy processes get the CPU of one
+// tenant, not of 40; the weight is work-conserving, so a sandbox alone may
+// still use every core. This applies to every root run, limits or not (see
+// cgroupWanted). Nothing of the command runs outside it: on cgroup v1
 // the exec stage moves its own thread in (selfMove below) after the
 // runner's go and before it execs the command; on v2 the runner moves the
 // sandbox's PID 1 in, and the exec stage it forks inherits the cgroup.
@@ -36,8 +42,9 @@ const cgroupRoot = "/sys/fs/cgroup"
 type sandboxCgroup struct {
 	dirs []string
 	// selfMove (cgroup v1): the exec stage moves itself in, through the
-	// tasks files the runner opens (tasksFiles).
+	// tasks files the runner opens (tasks, until takeTasks hands them on).
 	selfMove bool
+	tasks    []*os.File
 }
 
 // CgroupMode reports the mechanism runs get on this host: "v2", "v1", or
@@ -72,11 +79,30 @@ func detectCgroupMode() string {
 	return ""
 }
 
+// cgroupWanted reports whether a run with limits l gets a cgroup: as root,
+// where cgroups are usable, when it has a process or memory limit to
+// enforce or the cpu controller is there to share the CPU by sandbox
+// rather than by process. On v1 the cpu cgroup costs a mkdir and an open
+// while bwrap starts, the exec stage's self-move (~15 µs) and an rmdir
+// after: within noise of a cold run on a quiet machine, ~2.7 ms under CPU
+// contention, where the move and the command's exit each cross a group
+// boundary (runner/README.md). On v2 a run without limits now pays PID 1's
+// move (see cgroupPrep).
+func cgroupWanted(l policy.Limits) bool {
+	switch CgroupMode() {
+	case "v1":
+		return l.MaxProcesses > 0 || l.MaxMemoryBytes > 0 || v1CPU()
+	case "v2":
+		return l.MaxProcesses > 0 || l.MaxMemoryBytes > 0 || v2CPU()
+	}
+	return false
+}
+
 // newSandboxCgroup creates the cgroup for execution id with the limits of
 // l; it returns nil when cgroups are not usable here.
 func newSandboxCgroup(id string, l policy.Limits) (*sandboxCgroup, error) {
 	mode := CgroupMode()
-	if mode == "" || (l.MaxProcesses == 0 && l.MaxMemoryBytes == 0) {
+	if !cgroupWanted(l) {
 		return nil, nil
 	}
 	name := "srt-mcp-" + sanitize(id)
@@ -90,6 +116,10 @@ func newSandboxCgroup(id string, l policy.Limits) (*sandboxCgroup, error) {
 		if err := os.MkdirAll(parent, 0o755); err != nil {
 			return nil, err
 		}
+		// cpu is enabled once (v2CPU; in a write of its own, as a write
+		// naming one controller the kernel refuses enables none of them);
+		// a sandbox's cpu.weight stays at a new cgroup's 100.
+		_ = v2CPU()
 		_ = write(cgroupRoot, "cgroup.subtree_control", "+pids +memory")
 		_ = write(parent, "cgroup.subtree_control", "+pids +memory")
 		dir := filepath.Join(parent, name)
@@ -119,8 +149,15 @@ func newSandboxCgroup(id string, l policy.Limits) (*sandboxCgroup, error) {
 				return nil, err
 			}
 			c.dirs = append(c.dirs, dir)
-			file, value := "pids.max", strconv.Itoa(l.MaxProcesses+processHeadroom)
-			if h == "memory" {
+			var file, value string
+			switch h {
+			case "cpu":
+				// cpu.shares stays at a new cgroup's 1024, the same for
+				// every sandbox: nothing to write.
+				continue
+			case "pids":
+				file, value = "pids.max", strconv.Itoa(l.MaxProcesses+processHeadroom)
+			case "memory":
 				file, value = "memory.limit_in_bytes", strconv.FormatInt(l.MaxMemoryBytes, 10)
 			}
 			if err := write(dir, file, value); err != nil {
@@ -130,6 +167,12 @@ func newSandboxCgroup(id string, l policy.Limits) (*sandboxCgroup, error) {
 			if h == "memory" {
 				_ = write(dir, "memory.memsw.limit_in_bytes", value)
 			}
+		}
+		// Opened here, while bwrap starts, rather than on the run's path
+		// after the stage's verified message (~17 µs per file).
+		if err := c.openTasks(); err != nil {
+			c.remove()
+			return nil, err
 		}
 	}
 	return c, nil
@@ -155,11 +198,11 @@ type cgroupPrep struct {
 }
 
 // prepareCgroup starts making the cgroup for a run with limits l; nil when
-// cgroups do not apply (not root, none usable, or no limit to enforce). One
-// preparation in 16 then sweeps the cgroups crashed runners left behind
-// (every run did, at ~5% of a runner's CPU).
+// cgroups do not apply (see cgroupWanted). One preparation in 16 then
+// sweeps the cgroups crashed runners left behind (every run did, at ~5% of
+// a runner's CPU).
 func prepareCgroup(id string, l policy.Limits) *cgroupPrep {
-	if CgroupMode() == "" || (l.MaxProcesses == 0 && l.MaxMemoryBytes == 0) {
+	if !cgroupWanted(l) {
 		return nil
 	}
 	p := &cgroupPrep{done: make(chan struct{})}
@@ -170,7 +213,7 @@ func prepareCgroup(id string, l policy.Limits) *cgroupPrep {
 		}
 		close(p.done)
 		if rand.IntN(16) == 0 { // after the run's own need: off its path
-			for _, d := range []string{filepath.Join(cgroupRoot, "srt-mcp"), filepath.Join(cgroupRoot, "pids", "srt-mcp"), filepath.Join(cgroupRoot, "memory", "srt-mcp")} {
+			for _, d := range cgroupParents() {
 				sweepStale(d)
 			}
 		}
@@ -233,9 +276,19 @@ func warmCgroupMoves() {
 	}
 }
 
+// cgroupParents lists the directories srt-mcp makes its executions'
+// cgroups in (v2, and each v1 hierarchy), for the sweep.
+func cgroupParents() []string {
+	var out []string
+	for _, h := range []string{"", "pids", "memory", "cpu"} {
+		out = append(out, filepath.Join(cgroupRoot, h, "srt-mcp"))
+	}
+	return out
+}
+
 // v1Hierarchies names the v1 hierarchies a sandbox with limits l gets a
-// directory in: pids for a process limit, memory for a memory limit where
-// that hierarchy is mounted.
+// directory in: pids for a process limit, memory for a memory limit, and
+// cpu always, the last two where that hierarchy is mounted.
 func v1Hierarchies(l policy.Limits) []string {
 	var hs []string
 	if l.MaxProcesses > 0 {
@@ -244,13 +297,34 @@ func v1Hierarchies(l policy.Limits) []string {
 	if l.MaxMemoryBytes > 0 && v1Memory() {
 		hs = append(hs, "memory")
 	}
+	if v1CPU() {
+		hs = append(hs, "cpu")
+	}
 	return hs
 }
 
-// v1Memory reports whether v1's memory hierarchy is mounted (looked at once).
-var v1Memory = sync.OnceValue(func() bool {
-	_, err := os.Stat(filepath.Join(cgroupRoot, "memory", "cgroup.procs"))
+// v1Memory and v1CPU report whether v1's memory and cpu hierarchies are
+// mounted (looked at once; "cpu" is often a link to "cpu,cpuacct").
+var (
+	v1Memory = sync.OnceValue(func() bool { return v1Mounted("memory") })
+	v1CPU    = sync.OnceValue(func() bool { return v1Mounted("cpu") })
+)
+
+func v1Mounted(h string) bool {
+	_, err := os.Stat(filepath.Join(cgroupRoot, h, "cgroup.procs"))
 	return err == nil
+}
+
+// v2CPU enables the cpu controller for srt-mcp's cgroups on cgroup v2 (once)
+// and reports whether it is on. It may not be (a realtime thread outside
+// the root cgroup keeps the controller off, for one); then the sandboxes
+// share the CPU as their processes do.
+var v2CPU = sync.OnceValue(func() bool {
+	parent := filepath.Join(cgroupRoot, "srt-mcp")
+	_ = os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+cpu"), 0o644)
+	_ = os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+cpu"), 0o644)
+	b, err := os.ReadFile(filepath.Join(parent, "cgroup.subtree_control"))
+	return err == nil && slices.Contains(strings.Fields(string(b)), "cpu")
 })
 
 // selfMoves is the number of tasks files newSandboxCgroup(l) gives the
@@ -263,23 +337,26 @@ func selfMoves(l policy.Limits) int {
 	return len(v1Hierarchies(l))
 }
 
-// tasksFiles opens each v1 directory's tasks file for writing, for the exec
+// openTasks opens each v1 directory's tasks file for writing, for the exec
 // stage: writing 0 there moves the writing thread alone, without the
 // global lock a process move takes. The kernel checks the opener's
 // credentials (root's), so the sandbox user's stage may use them.
-func (c *sandboxCgroup) tasksFiles() ([]*os.File, error) {
-	var fs []*os.File
+func (c *sandboxCgroup) openTasks() error {
 	for _, dir := range c.dirs {
 		f, err := os.OpenFile(filepath.Join(dir, "tasks"), os.O_WRONLY, 0)
 		if err != nil {
-			for _, f := range fs {
-				f.Close()
-			}
-			return nil, err
+			return err
 		}
-		fs = append(fs, f)
+		c.tasks = append(c.tasks, f)
 	}
-	return fs, nil
+	return nil
+}
+
+// takeTasks hands the open tasks files to the caller, who closes them.
+func (c *sandboxCgroup) takeTasks() []*os.File {
+	fs := c.tasks
+	c.tasks = nil
+	return fs
 }
 
 // add moves pids into the cgroup.
@@ -317,6 +394,9 @@ func (c *sandboxCgroup) contains(pid int) bool {
 func (c *sandboxCgroup) remove() {
 	if c == nil {
 		return
+	}
+	for _, f := range c.takeTasks() {
+		f.Close()
 	}
 	if busy := rmdirAll(c.dirs); len(busy) > 0 {
 		go removeWhenFree(busy)

@@ -1,11 +1,17 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -105,7 +111,7 @@ func TestCgroupRemovedAfterRun(t *testing.T) {
 	}
 	left := func() []string {
 		var out []string
-		for _, parent := range []string{filepath.Join(cgroupRoot, "srt-mcp"), filepath.Join(cgroupRoot, "pids", "srt-mcp"), filepath.Join(cgroupRoot, "memory", "srt-mcp")} {
+		for _, parent := range cgroupParents() {
 			m, _ := filepath.Glob(filepath.Join(parent, "srt-mcp-"+id+"-*"))
 			out = append(out, m...)
 		}
@@ -153,4 +159,156 @@ func TestCgroupHoldsTheCommand(t *testing.T) {
 			t.Errorf("60 processes started under a limit of 10: stderr %q", errs)
 		}
 	})
+}
+
+// requireCPUCgroup skips a test where sandboxes get no cpu cgroup (not
+// root, no writable cgroups, or no cpu controller).
+func requireCPUCgroup(t *testing.T) {
+	t.Helper()
+	switch CgroupMode() {
+	case "v1":
+		if !v1CPU() {
+			t.Skip("needs cgroup v1's cpu hierarchy")
+		}
+	case "v2":
+		if !v2CPU() {
+			t.Skip("needs cgroup v2's cpu controller")
+		}
+	default:
+		t.Skip("needs root and a writable cgroup hierarchy")
+	}
+}
+
+// cpuCgroupOf returns the cpu cgroup a /proc/<pid>/cgroup text names (v1's
+// cpu hierarchy, often "cpu,cpuacct"; on v2 the one unified line).
+func cpuCgroupOf(procCgroup string) string {
+	for _, line := range strings.Split(procCgroup, "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if CgroupMode() == "v2" && f[0] == "0" && f[1] == "" {
+			return f[2]
+		}
+		if CgroupMode() == "v1" && slices.Contains(strings.Split(f[1], ","), "cpu") {
+			return f[2]
+		}
+	}
+	return ""
+}
+
+// TestCgroupHoldsTheCPU: as root, the command and what it starts are in
+// the run's cpu cgroup, with or without a process or memory limit (the
+// exec stage moved its own thread in on v1), so the scheduler shares the
+// CPU between sandboxes, not between their processes.
+func TestCgroupHoldsTheCPU(t *testing.T) {
+	requireCPUCgroup(t)
+	both(t, func(t *testing.T, start func(Spec, func(Event)) Handle) {
+		for _, limited := range []bool{true, false} {
+			var c collector
+			s := testSpec(t, "/bin/sh", "-c", `cat /proc/self/cgroup; echo --; sh -c 'cat /proc/self/cgroup'`)
+			s.ID = fmt.Sprintf("cpu-%d", os.Getpid())
+			if !limited {
+				s.Policy.Limits.MaxProcesses, s.Policy.Limits.MaxMemoryBytes = 0, 0
+			}
+			h := start(s, c.sink)
+			h.Wait()
+			out, errs, end := c.check(t)
+			if end.Type != EventExit || end.ExitCode != 0 {
+				t.Fatalf("limited=%v: %+v %s", limited, end, errs)
+			}
+			parts := strings.Split(out, "--\n")
+			if len(parts) != 2 {
+				t.Fatalf("limited=%v: output %q", limited, out)
+			}
+			for i, who := range []string{"the command", "its child"} {
+				if got := cpuCgroupOf(parts[i]); !strings.Contains(got, "/srt-mcp/srt-mcp-"+s.ID+"-") {
+					t.Errorf("limited=%v: %s is in cpu cgroup %q, not the run's\n%s", limited, who, got, parts[i])
+				}
+			}
+		}
+	})
+}
+
+// TestCPUSharedBySandbox: two sandboxes started together on a saturated
+// machine, one running four busy loops and one running one, get about the
+// same CPU; sharing by process gave the first four times the second's.
+// Each loop starts a session of its own: bwrap's --new-session already puts
+// a sandbox in an autogroup of its own where the kernel groups by session
+// (sched_autogroup_enabled), but a command may leave it with setsid.
+func TestCPUSharedBySandbox(t *testing.T) {
+	requireBwrap(t)
+	requireCPUCgroup(t)
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("needs setsid(1)")
+	}
+	// The quiet sandbox can use its fair half of the machine, the busy one
+	// runs four times its loops: with both, every core is busy.
+	quiet := max(1, runtime.NumCPU()/2)
+	busy := 4 * quiet
+	loops := func(n int) string {
+		return fmt.Sprintf(`p=; for i in $(seq %d); do setsid /bin/sh -c 'while :; do :; done' & p="$p $!"; done
+			sleep 3; kill $p; wait; times`, n)
+	}
+	// CPU seconds each sandbox's loops got; on a machine so busy that the
+	// two together got under a sixth of its 3 s (a few clock ticks each, too
+	// few to compare), try again, then give up.
+	measure := func(attempt int) []float64 {
+		cpu := make([]float64, 2)
+		var wg sync.WaitGroup
+		for i, n := range []int{busy, quiet} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var c collector
+				s := testSpec(t, "/bin/sh", "-c", loops(n))
+				s.ID = fmt.Sprintf("fair-%d-%d-%d", os.Getpid(), attempt, i)
+				r, err := Start(context.Background(), s, c.sink, Options{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				r.Wait()
+				out, errs, end := c.check(t)
+				if end.Type != EventExit || end.ExitCode != 0 {
+					t.Errorf("%d loops: %+v %s", n, end, errs)
+					return
+				}
+				// times: the shell's user and system time, then its
+				// reaped children's (the loops).
+				lines := strings.Split(strings.TrimSpace(out), "\n")
+				m := regexp.MustCompile(`(\d+)m([\d.]+)s`).FindAllStringSubmatch(lines[len(lines)-1], -1)
+				if len(m) != 2 {
+					t.Errorf("%d loops: times printed %q", n, out)
+					return
+				}
+				for _, f := range m {
+					min, _ := strconv.ParseFloat(f[1], 64)
+					sec, _ := strconv.ParseFloat(f[2], 64)
+					cpu[i] += 60*min + sec
+				}
+			}()
+		}
+		wg.Wait()
+		return cpu
+	}
+	var cpu []float64
+	for attempt := 1; ; attempt++ {
+		cpu = measure(attempt)
+		if t.Failed() {
+			return
+		}
+		if cpu[0]+cpu[1] >= 0.5*float64(runtime.NumCPU()) {
+			break
+		}
+		t.Logf("attempt %d: the sandboxes got %.2f s and %.2f s of CPU in 3 s; the machine is too busy to compare", attempt, cpu[0], cpu[1])
+		if attempt == 3 {
+			t.Skip("the machine is too busy to measure the sandboxes' shares")
+		}
+	}
+	ratio := cpu[0] / max(cpu[1], 0.01)
+	t.Logf("CPU over 3 s: %d loops %.2f s, %d %.2f s (%.2fx)", busy, cpu[0], quiet, cpu[1], ratio)
+	if ratio > 2 {
+		t.Errorf("the sandbox with %d busy loops got %.1fx the CPU of the one with %d: shared by process, not by sandbox", busy, ratio, quiet)
+	}
 }

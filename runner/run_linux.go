@@ -328,9 +328,7 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	}
 	var tasks []*os.File
 	if p.cgroup != nil && p.cgroup.selfMove {
-		if tasks, err = p.cgroup.tasksFiles(); err != nil {
-			return abort(errorf(ErrCodeLimitUnenforced, "cgroup for the sandbox's limits: %v", err))
-		}
+		tasks = p.cgroup.takeTasks()
 		if len(tasks) != cfg.CgroupTasks {
 			for _, f := range tasks {
 				f.Close()
