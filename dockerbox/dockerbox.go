@@ -38,7 +38,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
-	"github.com/srt-mcp/srt-mcp/executions"
+	"github.com/srt-mcp/srt-mcp/backend"
 	"github.com/srt-mcp/srt-mcp/nofollow"
 	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/sessions"
@@ -91,9 +91,13 @@ type Config struct {
 	// Egress serves a run's network allow-list (the same netproxy as the
 	// native sandbox); nil: runs with allowed_domains are refused.
 	Egress runner.EgressFunc
+	// Native runs what has no session (a command without session_id, the
+	// readiness probe): a bubblewrap sandbox of its own, as on the native
+	// backend.
+	Native *backend.Native
 }
 
-// Backend implements executions.Backend on a Docker engine.
+// Backend implements backend.Backend on a Docker engine.
 type Backend struct {
 	cfg     Config
 	cli     *client.Client
@@ -116,7 +120,7 @@ type box struct {
 	running int // runs in it now
 }
 
-var _ executions.Backend = (*Backend)(nil)
+var _ backend.Backend = (*Backend)(nil)
 
 // New connects to the engine (DOCKER_HOST or the default socket) and checks
 // that the image exists and is one srt-mcp built, with errors that say
@@ -263,16 +267,16 @@ func stageBinary(stateDir, src string) (string, error) {
 	return dst, nil
 }
 
-// Name implements executions.Backend.
+// Name implements backend.Backend.
 func (b *Backend) Name() string { return "docker" }
 
 // Languages are what the image runs.
 var Languages = map[string]bool{"python": true, "bash": true}
 
-// Runs implements executions.Backend: the image.
+// Runs implements backend.Backend: the image.
 func (b *Backend) Runs() string { return "docker image " + b.cfg.Image }
 
-// Supports implements executions.Backend.
+// Supports implements backend.Backend.
 func (b *Backend) Supports(language string) (bool, string) {
 	if Languages[language] {
 		return true, ""
@@ -280,7 +284,7 @@ func (b *Backend) Supports(language string) (bool, string) {
 	return false, "the Docker backend's image has Python and bash only; use --backend native for " + language
 }
 
-// Ready implements executions.Backend: the engine answers and still has
+// Ready implements backend.Backend: the engine answers and still has
 // the image this server checked at start-up.
 func (b *Backend) Ready(ctx context.Context) (string, error) {
 	v, err := b.cli.ServerVersion(ctx, client.ServerVersionOptions{})
@@ -293,7 +297,7 @@ func (b *Backend) Ready(ctx context.Context) (string, error) {
 	return fmt.Sprintf("engine %s, image %s", v.Version, b.cfg.Image), nil
 }
 
-// Close implements executions.Backend.
+// Close implements backend.Backend.
 func (b *Backend) Close() error {
 	if b.nosuid != "" && !b.otherServers() {
 		unmountNosuid(b.nosuid)
@@ -318,7 +322,7 @@ func (b *Backend) Client() *client.Client { return b.cli }
 
 // userOf is the container user of a box: its session's own uid, else the
 // server's.
-func (b *Backend) userOf(bx sessions.Box) string {
+func (b *Backend) userOf(bx backend.Box) string {
 	if bx.UID != 0 {
 		return fmt.Sprintf("%d:%d", bx.UID, bx.UID)
 	}
@@ -330,7 +334,7 @@ var errClosed = &runner.Error{Code: ErrCodeSessionClosed, Message: "the session 
 
 // Container returns the session's container, creating and starting it on
 // first use.
-func (b *Backend) Container(ctx context.Context, bx sessions.Box) (*box, error) {
+func (b *Backend) Container(ctx context.Context, bx backend.Box) (*box, error) {
 	key := bx.Workspace
 	b.mu.Lock()
 	if c, ok := b.containers[key]; ok {
@@ -425,8 +429,8 @@ func (b *Backend) Container(ctx context.Context, bx sessions.Box) (*box, error) 
 }
 
 // CacheMount is the session's cache directory inside its container, the
-// same place as in a native sandbox (see sessions.Env).
-const CacheMount = sessions.CacheMount
+// same place as in a native sandbox (see backend.Env).
+const CacheMount = backend.CacheMount
 
 func (b *Backend) engineErr(what string, err error) error {
 	if client.IsErrConnectionFailed(err) {
@@ -468,10 +472,10 @@ func (b *Backend) forget(key string, c *box) {
 	b.remove(c.id)
 }
 
-// Destroy implements executions.Backend: the session's container goes,
+// Destroy implements backend.Backend: the session's container goes,
 // with everything running in it, including one being created right now
 // (it is removed when its creation ends).
-func (b *Backend) Destroy(bx sessions.Box) error {
+func (b *Backend) Destroy(bx backend.Box) error {
 	key := bx.Workspace
 	b.mu.Lock()
 	b.closed[key] = true
@@ -484,10 +488,10 @@ func (b *Backend) Destroy(bx sessions.Box) error {
 	return nil
 }
 
-// Release implements executions.Backend: it removes a session's
+// Release implements backend.Backend: it removes a session's
 // container but keeps the session; its next run starts a new one (the
 // LibreChat API's stored sessions hold no container between calls).
-func (b *Backend) Release(bx sessions.Box) {
+func (b *Backend) Release(bx backend.Box) {
 	b.mu.Lock()
 	c, ok := b.containers[bx.Workspace]
 	if ok && c.running > 0 {
@@ -502,7 +506,7 @@ func (b *Backend) Release(bx sessions.Box) {
 	}
 }
 
-// Cleanup implements executions.Backend: it removes the containers this
+// Cleanup implements backend.Backend: it removes the containers this
 // state directory's servers created whose server is gone (their record
 // names an instance whose lock nobody holds). A container it has no
 // record of is never touched, whatever its labels say: it may be another

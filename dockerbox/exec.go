@@ -20,6 +20,7 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
+	"github.com/srt-mcp/srt-mcp/backend"
 	"github.com/srt-mcp/srt-mcp/nofollow"
 	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/sessions"
@@ -45,18 +46,25 @@ import (
 // are killed by their process tree (what re-parents to the container's init
 // escapes; run the server as root for the whole guarantee).
 
-// Start implements executions.Backend: a docker exec in the session's
+// Start implements backend.Backend: a docker exec in the session's
 // container, streamed as runner events. A container found dead before the
 // run starts (its PID 1 was killed, it was removed) is removed for good
-// and the run goes to a new one.
-func (b *Backend) Start(bx sessions.Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+// and the run goes to a new one. A run without a session goes to a native
+// sandbox of its own.
+func (b *Backend) Start(bx *backend.Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+	if bx == nil {
+		if b.cfg.Native == nil {
+			return nil, &runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "this Docker backend has no native sandbox for runs without a session"}
+		}
+		return b.cfg.Native.Start(nil, spec, sink)
+	}
 	if err := checkSpec(spec); err != nil {
 		return nil, err
 	}
-	h, err := b.start(bx, spec, sink)
+	h, err := b.start(*bx, spec, sink)
 	var re *runner.Error
 	if (errors.As(err, &re) && re.Code == ErrCodeContainerDied) || errors.Is(err, errStageGone) {
-		h, err = b.start(bx, spec, sink)
+		h, err = b.start(*bx, spec, sink)
 	}
 	if errors.Is(err, errStageGone) {
 		err = &runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "setting up the run: " + err.Error()}
@@ -69,7 +77,7 @@ func (b *Backend) Start(bx sessions.Box, spec runner.Spec, sink func(runner.Even
 // is tried once more.
 var errStageGone = errors.New("the exec stage was gone before the run was set up")
 
-func (b *Backend) start(bx sessions.Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
 	ctx := context.Background()
 	c, err := b.Container(ctx, bx)
 	if err != nil {
@@ -100,7 +108,7 @@ func (b *Backend) start(bx sessions.Box, spec runner.Spec, sink func(runner.Even
 	}
 	argv := []string{ExecStageMount, runner.ModeDockerExec, stage.Arg()}
 	env := []string{}
-	for k, v := range sessions.Env() {
+	for k, v := range backend.Env() {
 		if _, set := spec.Env[k]; !set {
 			env = append(env, k+"="+v)
 		}

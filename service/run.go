@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/srt-mcp/srt-mcp/backend"
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/kernel"
 	"github.com/srt-mcp/srt-mcp/policy"
@@ -163,7 +164,7 @@ func (s *Service) Start(ctx context.Context, req Request) (*Run, error) {
 		language = r.Runtime.Language
 	}
 	if ss == nil {
-		e, err := s.mgr.Start(executions.Owner{Key: owner, Principal: req.Caller.Principal}, label, spec)
+		e, err := s.mgr.StartWith(executions.Owner{Key: owner, Principal: req.Caller.Principal}, label, spec, s.sandbox)
 		if err != nil {
 			return nil, err
 		}
@@ -525,12 +526,18 @@ func (s *Service) observe(kind, language string, e *Execution) {
 func (s *Service) starter(ss *sessions.Session, q *runWatch) executions.Starter {
 	box := sessions.BoxOf(ss)
 	return func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
-		h, err := s.backend.Start(box, spec, q.wrap(sink))
+		h, err := s.backend.Start(&box, spec, q.wrap(sink))
 		if err == nil {
 			q.attach(h, false)
 		}
 		return h, err
 	}
+}
+
+// sandbox starts a run in a sandbox of its own on the backend (a command
+// without a session, a stateless cell, the readiness probe).
+func (s *Service) sandbox(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+	return s.backend.Start(nil, spec, sink)
 }
 
 // dataPolicy is the policy of code runs: no network, no host paths beyond
@@ -603,7 +610,7 @@ func (s *Service) pipSpec(pkg string) (runner.Spec, error) {
 		return runner.Spec{}, errorf("invalid_configuration", "%v", err)
 	}
 	argv := []string{s.cfg.Python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-warn-script-location",
-		"--upgrade", "--target", sessions.SitePackages, "--index-url", s.cfg.PipIndex}
+		"--upgrade", "--target", backend.SitePackages, "--index-url", s.cfg.PipIndex}
 	if index.Scheme == "http" {
 		argv = append(argv, "--trusted-host", index.Hostname())
 	}

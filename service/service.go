@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/srt-mcp/srt-mcp/backend"
 	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/nofollow"
@@ -49,7 +50,7 @@ type Config struct {
 	Runtimes *profiles.Runtimes
 
 	Sessions        *sessions.Registry // required
-	Backend         executions.Backend // nil: native
+	Backend         backend.Backend    // required: what every run starts on
 	Python          string             // the data profile's interpreter (/usr/bin/python3)
 	Node            string             // the JavaScript interpreter (/usr/bin/node)
 	ExecTimeout     time.Duration      // SANDBOX_EXEC_TIMEOUT_S (60 s)
@@ -89,7 +90,7 @@ type Service struct {
 	cfg      Config
 	mgr      *executions.Manager
 	reg      *sessions.Registry
-	backend  executions.Backend
+	backend  backend.Backend
 	ws       *workspaces
 	pool     *pool
 	callers  *callers
@@ -149,7 +150,7 @@ func New(cfg Config, mgr *executions.Manager) *Service {
 		cfg.PipIndex = DefaultPipIndex
 	}
 	if cfg.Backend == nil {
-		cfg.Backend = &executions.Native{Launch: mgr.Starter()}
+		cfg.Backend = &backend.Native{}
 	}
 	s := &Service{cfg: cfg, mgr: mgr, reg: cfg.Sessions, backend: cfg.Backend, ws: newWorkspaces(),
 		callers: newCallers(), closed: make(chan struct{}),
@@ -220,7 +221,7 @@ func (s *Service) Manager() *executions.Manager { return s.mgr }
 func (s *Service) Sessions() *sessions.Registry { return s.reg }
 
 // Backend returns the backend data sessions run on.
-func (s *Service) Backend() executions.Backend { return s.backend }
+func (s *Service) Backend() backend.Backend { return s.backend }
 
 // ErrDraining refuses new sessions while the server drains.
 var ErrDraining = sessions.ErrDraining
@@ -354,7 +355,7 @@ func (s *Service) buildCacheTemplate() {
 	defer nofollow.RemoveAll(tmp) // a tree a sandbox wrote
 	uid, free := s.reg.SessionUID()
 	defer free()
-	box := sessions.Box{SessionID: "cache-template", Workspace: filepath.Join(tmp, "data"), Cache: filepath.Join(tmp, "cache"), UID: uid}
+	box := backend.Box{SessionID: "cache-template", Workspace: filepath.Join(tmp, "data"), Cache: filepath.Join(tmp, "cache"), UID: uid}
 	for _, d := range []string{box.Workspace, box.Cache} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return
@@ -384,7 +385,7 @@ func (s *Service) buildCacheTemplate() {
 		Hide:    s.cfg.Hide,
 	}
 	e, err := s.mgr.StartWith(executions.Owner{Key: "server"}, "cache-template", spec, func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
-		return s.backend.Start(box, spec, sink)
+		return s.backend.Start(&box, spec, sink)
 	})
 	if err != nil {
 		return

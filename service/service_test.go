@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/srt-mcp/srt-mcp/backend"
 	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/policy"
@@ -29,10 +30,9 @@ func newService(t *testing.T, cfg Config) *Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr := executions.NewManager(executions.Config{Start: func(runner.Spec, func(runner.Event)) (runner.Handle, error) {
-		return nil, errors.New("no sandboxes in unit tests")
-	}})
+	mgr := executions.NewManager(executions.Config{})
 	cfg.Sessions = reg
+	cfg.Backend = noSandboxes{&backend.Native{}}
 	if cfg.Runtimes == nil {
 		cfg.Runtimes = &profiles.Runtimes{}
 	}
@@ -45,6 +45,14 @@ func newService(t *testing.T, cfg Config) *Service {
 		reg.Shutdown()
 	})
 	return s
+}
+
+// noSandboxes is a backend that starts nothing: runs are the runner's and
+// the integration suite's to test.
+type noSandboxes struct{ *backend.Native }
+
+func (noSandboxes) Start(*backend.Box, runner.Spec, func(runner.Event)) (runner.Handle, error) {
+	return nil, errors.New("no sandboxes in unit tests")
 }
 
 var (

@@ -30,12 +30,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/srt-mcp/srt-mcp/backend"
 	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/nofollow"
 )
 
 // WorkspaceMount is where a session's workspace appears in its sandboxes.
-const WorkspaceMount = "/mnt/data"
+const WorkspaceMount = backend.WorkspaceMount
 
 // Session errors carry the seed 000 error codes.
 type Error = errs.Error

@@ -11,13 +11,14 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/srt-mcp/srt-mcp/backend"
 	"github.com/srt-mcp/srt-mcp/dockerbox"
 	"github.com/srt-mcp/srt-mcp/netproxy"
 )
 
 // dockerBackend connects the Docker backend, removes the containers of
 // dead servers, and keeps doing so every --cleanup-interval-minutes.
-func dockerBackend(c *cli.Context, stateDir, instance, execStage string, fileSize int64, logger *slog.Logger) (*dockerbox.Backend, error) {
+func dockerBackend(c *cli.Context, stateDir, instance, execStage string, fileSize int64, native *backend.Native, logger *slog.Logger) (*dockerbox.Backend, error) {
 	memFlag := c.String("container-memory")
 	if v := os.Getenv("SANDBOX_MEMORY_LIMIT"); v != "" {
 		memFlag = v
@@ -30,7 +31,7 @@ func dockerBackend(c *cli.Context, stateDir, instance, execStage string, fileSiz
 		return nil, fmt.Errorf("--cpu-limit must be positive")
 	}
 	b, err := dockerbox.New(context.Background(), dockerbox.Config{Image: c.String("image"), Memory: mem, CPUs: c.Float64("cpu-limit"),
-		StateDir: stateDir, Instance: instance, Egress: netproxy.Egress, ExecStage: execStage, FileSize: fileSize})
+		StateDir: stateDir, Instance: instance, Egress: netproxy.Egress, ExecStage: execStage, FileSize: fileSize, Native: native})
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/srt-mcp/srt-mcp/apikeys"
+	"github.com/srt-mcp/srt-mcp/backend"
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/guard"
 	"github.com/srt-mcp/srt-mcp/librechat"
@@ -154,14 +155,11 @@ func runServe(c *cli.Context) error {
 		Retention:        c.Duration("retention"),
 		MaxRetainedBytes: retained,
 		Replica:          replica,
-		Start: func(s runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
-			if s.User == nil {
-				s.User = user // a session's own uid, when it has one, stays
-			}
-			s.CacheDir = cacheDir
-			return pool.Start(s, sink)
-		},
 	})
+	// Every run starts on the backend: bubblewrap sandboxes from the
+	// runner pool as the sandbox user (a session's own uid, when it has
+	// one, instead), or a session's container with the Docker backend.
+	native := &backend.Native{Pool: pool, User: user, CacheDir: cacheDir}
 	stateDir := c.String("state-dir")
 	if stateDir == "" {
 		stateDir = defaultStateDir(home)
@@ -191,15 +189,15 @@ func runServe(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("state directory %s: %v", stateDir, err), 1)
 	}
 	defer sessions.Shutdown()
-	var backend executions.Backend
+	var runOn backend.Backend = native
 	if backendName == "docker" {
-		db, err := dockerBackend(c, stateDir, sessions.Instance(), stageBinary(), ceiling.Limits.MaxFileSizeBytes, logger)
+		db, err := dockerBackend(c, stateDir, sessions.Instance(), stageBinary(), ceiling.Limits.MaxFileSizeBytes, native, logger)
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
 		}
 		defer db.Close()
 		defer db.RemoveAll(context.Background())
-		backend = db
+		runOn = db
 	}
 	// What dead servers left: their containers are gone by now (the
 	// writers stopped), so their workspaces go, in the background: no
@@ -226,7 +224,7 @@ func runServe(c *cli.Context) error {
 	metrics.BindRunners(pool.Idle)
 	svc := service.New(service.Config{
 		Ceiling: ceiling, DefaultTimeout: def, Home: home, Logger: logger, Hide: []string{stateDir},
-		Sessions: sessions, Backend: backend, Python: c.String("python"), Node: c.String("node"),
+		Sessions: sessions, Backend: runOn, Python: c.String("python"), Node: c.String("node"),
 		ExecTimeout: time.Duration(c.Int("exec-timeout-seconds")) * time.Second, MaxOutputBytes: c.Int64("max-output-bytes"),
 		MaxCodeBytes: c.Int("max-code-bytes"), MaxUploadBytes: c.Int64("max-upload-bytes"), MaxArtifactRead: c.Int64("max-artifact-read-bytes"),
 		WorkspaceQuota: quota, MaxSessionsPerCaller: c.Int("max-sessions-per-caller"),
