@@ -20,10 +20,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // Config is the listener's guard.
@@ -61,6 +58,11 @@ type Route struct {
 	// (Mcp-Session-Id, with its principal); elsewhere the header means
 	// nothing and a caller is its principal and address.
 	PerSession bool
+	// SessionOwned, when set, tells whether an Mcp-Session-Id is a live
+	// session of the principal: only such an id is a rate-limit bucket of
+	// its own (an invented id per request would be a fresh bucket each
+	// time); any other request counts as its principal's from its address.
+	SessionOwned func(id, principal string) bool
 	// CrossSite lets a browser's cross-site request through (signed
 	// download links, meant to be followed from anywhere; probes).
 	// Everywhere else Sec-Fetch-Site: cross-site is refused: an <img> or
@@ -72,13 +74,7 @@ type Route struct {
 type Guard struct {
 	cfg Config
 
-	mu       sync.Mutex
-	limiters map[string]*limiter
-}
-
-type limiter struct {
-	*rate.Limiter
-	last time.Time
+	limits *Limiters
 }
 
 // maxLimiters bounds how many callers' limiters are kept: a client that
@@ -97,7 +93,7 @@ func New(cfg Config) *Guard {
 	if cfg.Burst <= 0 {
 		cfg.Burst = 100
 	}
-	return &Guard{cfg: cfg, limiters: map[string]*limiter{}}
+	return &Guard{cfg: cfg, limits: NewLimiters(maxLimiters)}
 }
 
 // Wrap puts h behind the guard.
@@ -133,7 +129,7 @@ func (g *Guard) Wrap(rt Route, h http.Handler) http.Handler {
 		}
 		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, principal))
 		key := CallerKey(r, principal)
-		if sid := r.Header.Get("Mcp-Session-Id"); rt.PerSession && sid != "" {
+		if sid := r.Header.Get("Mcp-Session-Id"); rt.PerSession && sid != "" && (rt.SessionOwned == nil || rt.SessionOwned(sid, principal)) {
 			key = "mcp:" + principal + ":" + sid
 		}
 		if !rt.NoRateLimit && !g.allow(key) {
@@ -195,43 +191,7 @@ func CallerKey(r *http.Request, principal string) string {
 }
 
 func (g *Guard) allow(key string) bool {
-	now := time.Now()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	l, ok := g.limiters[key]
-	if !ok {
-		if len(g.limiters) >= maxLimiters {
-			g.evictLocked(now)
-		}
-		l = &limiter{Limiter: rate.NewLimiter(rate.Limit(g.cfg.Rate), g.cfg.Burst)}
-		g.limiters[key] = l
-	}
-	l.last = now
-	return l.Allow()
-}
-
-// evictLocked drops limiters idle for a minute, or the oldest half.
-func (g *Guard) evictLocked(now time.Time) {
-	for k, l := range g.limiters {
-		if now.Sub(l.last) > time.Minute {
-			delete(g.limiters, k)
-		}
-	}
-	if len(g.limiters) < maxLimiters {
-		return
-	}
-	var oldest time.Time
-	for _, l := range g.limiters {
-		if oldest.IsZero() || l.last.Before(oldest) {
-			oldest = l.last
-		}
-	}
-	cut := oldest.Add(now.Sub(oldest) / 2)
-	for k, l := range g.limiters {
-		if l.last.Before(cut) {
-			delete(g.limiters, k)
-		}
-	}
+	return g.limits.Delay(key, time.Duration(float64(time.Second)/g.cfg.Rate), g.cfg.Burst) == 0
 }
 
 // HostAllowed accepts IP literals (a rebinding page has a name, never an

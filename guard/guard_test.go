@@ -111,7 +111,7 @@ func TestWrap(t *testing.T) {
 	for i := 0; i < maxLimiters+500; i++ {
 		g.allow(fmt.Sprintf("flood-%d", i))
 	}
-	if n := len(g.limiters); n > maxLimiters {
+	if n := g.limits.Len(); n > maxLimiters {
 		t.Errorf("%d limiters kept", n)
 	}
 }

@@ -36,7 +36,6 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"golang.org/x/time/rate"
 
 	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/guard"
@@ -58,6 +57,10 @@ type Config struct {
 	RateScale float64
 	TTL       time.Duration // how long stored files last idle (default 24 h)
 	MaxStored int           // stored sessions at most (default 1000)
+	// MaxStoredPerCaller bounds one principal's stored sessions (default a
+	// quarter of MaxStored): past it, its least recently used one makes
+	// room, so no principal takes every place.
+	MaxStoredPerCaller int
 }
 
 type lcFile struct {
@@ -73,9 +76,13 @@ type lcFile struct {
 type librechat struct {
 	svc *service.Service
 	cfg Config
-	mu  sync.Mutex // index files
-	rl  sync.Map   // principal+class -> *rate.Limiter
+	mu  sync.Mutex      // index files
+	rl  *guard.Limiters // by principal and class, bounded like the guard's
 }
+
+// maxLimiters bounds the rate limiters kept (the guard's bound): with
+// NoAuth every client address is a caller of its own.
+const maxLimiters = 10000
 
 // indexKey names a storage session's file index among its metadata.
 const indexKey = "librechat-index"
@@ -100,10 +107,13 @@ func New(cfg Config, svc *service.Service) http.Handler {
 	if cfg.MaxStored <= 0 {
 		cfg.MaxStored = 1000
 	}
+	if cfg.MaxStoredPerCaller <= 0 {
+		cfg.MaxStoredPerCaller = max(1, cfg.MaxStored/4)
+	}
 	if cfg.RateScale <= 0 {
 		cfg.RateScale = 1
 	}
-	lc := &librechat{svc: svc, cfg: cfg}
+	lc := &librechat{svc: svc, cfg: cfg, rl: guard.NewLimiters(maxLimiters)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /exec", lc.auth("exec", lc.exec))
 	mux.HandleFunc("POST /upload", lc.auth("upload", lc.upload(false)))
@@ -186,6 +196,11 @@ func (lc *librechat) principal(r *http.Request) (string, error) {
 				return key, nil
 			}, jwt.WithAudience("codeapi"), jwt.WithExpirationRequired(), jwt.WithLeeway(30*time.Second),
 				jwt.WithValidMethods([]string{"EdDSA", "RS256"}))
+			if err == nil && claims.Subject == "" {
+				// A subject names whose files these are: tokens without
+				// one would all share the same.
+				return "", errors.New("invalid token: it names no subject (sub)")
+			}
 			if err == nil {
 				return "jwt:" + claims.Subject, nil
 			}
@@ -206,16 +221,8 @@ func (lc *librechat) limit(principal, class string) time.Duration {
 		n      int
 		window time.Duration
 	}{"exec": {20, 30 * time.Second}, "upload": {30, 5 * time.Minute}, "download": {60, time.Minute}, "list": {120, time.Minute}}[class]
-	n := int(float64(per.n) * lc.cfg.RateScale)
-	key := principal + "\x00" + class
-	v, _ := lc.rl.LoadOrStore(key, rate.NewLimiter(rate.Every(per.window/time.Duration(max(n, 1))), max(n, 1)))
-	l := v.(*rate.Limiter)
-	res := l.Reserve()
-	if d := res.Delay(); d > 0 {
-		res.Cancel()
-		return d
-	}
-	return 0
+	n := max(int(float64(per.n)*lc.cfg.RateScale), 1)
+	return lc.rl.Delay(principal+"\x00"+class, per.window/time.Duration(n), n)
 }
 
 func (lc *librechat) health(w http.ResponseWriter, r *http.Request) {
@@ -252,7 +259,7 @@ func (lc *librechat) session(w http.ResponseWriter, r *http.Request, sid string)
 
 // newStorage is a fresh storage session of the caller's.
 func (lc *librechat) newStorage(w http.ResponseWriter, r *http.Request) *service.Workspace {
-	ws, err := lc.svc.NewStorage(caller(r), lc.cfg.TTL, lc.cfg.MaxStored)
+	ws, err := lc.svc.NewStorage(caller(r), lc.cfg.TTL, lc.cfg.MaxStored, lc.cfg.MaxStoredPerCaller)
 	if err != nil {
 		lcError(w, http.StatusServiceUnavailable, errs.Of(err).Detail())
 		return nil
