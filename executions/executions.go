@@ -103,6 +103,11 @@ type Config struct {
 	// MaxRetainedBytes bounds the output all executions hold (default 256
 	// MiB): past it, the finished executions that ended first are freed.
 	MaxRetainedBytes int64
+	// MaxRetainedPerPrincipal bounds what one principal's executions hold
+	// (0: MaxRetainedBytes): past it, that principal's own finished
+	// executions go first, then its running ones' output is dropped, so
+	// that one key's output never frees another's results.
+	MaxRetainedPerPrincipal int64
 	Start            Starter // default runner.StartProcess
 	// Replica, when set, names this server in every execution id it mints
 	// (exec_<replica>_<uuid>), so a proxy can route a call to its owner.
@@ -130,6 +135,7 @@ type Manager struct {
 	// (MaxConcurrent bounds them; cells run in a kernel already started).
 	sandboxes int
 	bytes     int64             // output held by all executions
+	bytesOf   map[string]int64  // output held by each principal's executions
 	expired   map[string]string // freed id -> owner
 	expOrd    []string
 	stop      chan struct{}
@@ -159,7 +165,7 @@ func NewManager(cfg Config) *Manager {
 		}
 	}
 	m := &Manager{cfg: cfg, execs: map[string]*Execution{}, running: map[string]int{}, sandboxesOf: map[string]int{},
-		expired: map[string]string{}, stop: make(chan struct{})}
+		bytesOf: map[string]int64{}, expired: map[string]string{}, stop: make(chan struct{})}
 	go m.sweepLoop()
 	return m
 }
@@ -281,7 +287,7 @@ func (m *Manager) start(o Owner, label string, spec runner.Spec, start Starter, 
 // events were cut. Terminal events are always kept.
 func (e *Execution) onEvent(ev runner.Event) {
 	size := int64(len(ev.Data)) + eventOverhead
-	reserved := e.m.reserve(size, ev.Terminal())
+	reserved := e.m.reserve(e.Principal, size, ev.Terminal())
 	e.mu.Lock()
 	// The execution numbers its events itself: the server adds events of
 	// its own (file changes) between the runner's.
@@ -293,7 +299,7 @@ func (e *Execution) onEvent(ev runner.Event) {
 	} else {
 		e.dropped = true
 		if reserved {
-			e.m.unreserve(size)
+			e.m.unreserve(e.Principal, size)
 		}
 	}
 	var released bool
@@ -360,35 +366,58 @@ func (m *Manager) ForgetWhere(may func(owner string) bool) {
 	}
 }
 
-// reserve takes n bytes of the retained-output budget for an event. Past
-// the budget it frees finished executions, those that ended first first;
-// if that is not enough the event is refused (false), unless force (a
-// terminal event: every execution keeps its end).
-func (m *Manager) reserve(n int64, force bool) bool {
+// reserve takes n bytes of the retained-output budget for an event of
+// principal's. Past principal's share it frees that principal's own
+// finished executions first; past the budget, finished executions, those
+// that ended first first. If that is not enough the event is refused
+// (false), unless force (a terminal event: every execution keeps its end).
+func (m *Manager) reserve(principal string, n int64, force bool) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	share := m.cfg.MaxRetainedPerPrincipal
+	shared := principal != "" && share > 0 && share < m.cfg.MaxRetainedBytes
+	if shared && m.bytesOf[principal]+n > share {
+		m.freeFinishedLocked(func(e *Execution) bool { return e.Principal == principal }, func() bool {
+			return m.bytesOf[principal]+n <= share-share/10
+		})
+	}
+	if shared && m.bytesOf[principal]+n > share && !force {
+		return false
+	}
 	if m.bytes+n > m.cfg.MaxRetainedBytes {
-		m.freeFinishedLocked(m.cfg.MaxRetainedBytes - m.cfg.MaxRetainedBytes/10 - n)
+		target := m.cfg.MaxRetainedBytes - m.cfg.MaxRetainedBytes/10 - n
+		m.freeFinishedLocked(func(*Execution) bool { return true }, func() bool { return m.bytes <= target })
 	}
 	if m.bytes+n > m.cfg.MaxRetainedBytes && !force {
 		return false
 	}
 	m.bytes += n
+	m.bytesOf[principal] += n
 	return true
 }
 
 // unreserve gives back a reservation whose event was not kept.
-func (m *Manager) unreserve(n int64) {
+func (m *Manager) unreserve(principal string, n int64) {
 	m.mu.Lock()
 	m.bytes -= n
+	m.dropBytesLocked(principal, n)
 	m.mu.Unlock()
 }
 
-// freeFinishedLocked frees finished executions, those that ended first
-// first, until the output held is at most target.
-func (m *Manager) freeFinishedLocked(target int64) {
+func (m *Manager) dropBytesLocked(principal string, n int64) {
+	if m.bytesOf[principal] -= n; m.bytesOf[principal] <= 0 {
+		delete(m.bytesOf, principal)
+	}
+}
+
+// freeFinishedLocked frees the finished executions that pass which, those
+// that ended first first, until enough says so.
+func (m *Manager) freeFinishedLocked(which func(*Execution) bool, enough func() bool) {
 	var done []*Execution
 	for _, e := range m.execs {
+		if !which(e) {
+			continue
+		}
 		e.mu.Lock()
 		if e.state.Done() {
 			done = append(done, e)
@@ -397,7 +426,7 @@ func (m *Manager) freeFinishedLocked(target int64) {
 	}
 	sort.Slice(done, func(i, j int) bool { return done[i].endedAt.Before(done[j].endedAt) })
 	for _, e := range done {
-		if m.bytes <= target {
+		if enough() {
 			break
 		}
 		m.freeLocked(e)
@@ -410,6 +439,7 @@ func (m *Manager) freeLocked(e *Execution) {
 	delete(m.execs, e.ID)
 	e.mu.Lock()
 	m.bytes -= e.bytes
+	m.dropBytesLocked(e.Principal, e.bytes)
 	e.mu.Unlock()
 	m.expired[e.ID] = e.Owner
 	m.expOrd = append(m.expOrd, e.ID)

@@ -223,3 +223,39 @@ func TestRetainedOutputBudgetWhileRunning(t *testing.T) {
 		t.Error("no execution says its output was cut")
 	}
 }
+
+// One principal's output never frees another's results: past its share of
+// the budget its own finished executions go first, then its running ones'
+// output is dropped; the other principal's finished execution stays.
+func TestRetainedOutputShare(t *testing.T) {
+	var scripts []*script
+	m := NewManager(Config{MaxConcurrent: 10, MaxPerOwner: 10, MaxRetainedBytes: 1 << 20, MaxRetainedPerPrincipal: 512 << 10,
+		Start: func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+			s := &script{sink: sink, done: make(chan struct{}), cancel: make(chan bool, 1)}
+			scripts = append(scripts, s)
+			return handle{s}, nil
+		}})
+	alice, _ := m.Start(Owner{Key: "a", Principal: "key:alice"}, "alice's", runner.Spec{})
+	scripts[0].emit(runner.EventStdout, "alice's result")
+	scripts[0].emit(runner.EventExit, "")
+	chunk := string(make([]byte, 64<<10))
+	for i := 0; i < 3; i++ {
+		b, _ := m.Start(Owner{Key: "b", Principal: "key:bob"}, "bob's", runner.Spec{})
+		s := scripts[len(scripts)-1]
+		for j := 0; j < 16; j++ { // 1 MiB each
+			s.emit(runner.EventStdout, chunk)
+		}
+		if i < 2 {
+			s.emit(runner.EventExit, "")
+		}
+		if sn := b.Snapshot(0); !sn.Dropped {
+			t.Errorf("bob's run %d holds 1 MiB past his 512 KiB share", i)
+		}
+	}
+	if _, err := m.Get("a", alice.ID); err != nil {
+		t.Fatalf("bob's output freed alice's finished execution: %v", err)
+	}
+	if b := m.RetainedBytes(); b > 1<<20 {
+		t.Fatalf("%d bytes held", b)
+	}
+}

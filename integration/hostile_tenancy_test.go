@@ -79,8 +79,8 @@ func keyClient(t *testing.T, endpoint, token string) *client.Client {
 	return c
 }
 
-// toolText is a tool result's structured content and text, for asserting
-// on either.
+// toolText calls a tool and returns its structured content, whether it is
+// an error, and its text (for asserting on either).
 func toolText(t *testing.T, c *client.Client, name string, args map[string]any) (map[string]any, bool, string) {
 	t.Helper()
 	req := mcp.CallToolRequest{}

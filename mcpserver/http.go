@@ -54,76 +54,104 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 	return s.mcpFilter(streamable, plain)
 }
 
-// maxClientInfo bounds the clientInfo (and capabilities) an initialize
-// carries: the server keeps them for the session's life.
-const maxClientInfo = 8 << 10
+// maxInitParams bounds what an initialize carries (clientInfo,
+// capabilities, _meta): the server keeps it for the session's life.
+const maxInitParams = 8 << 10
+
+// rpcMessage is the part of a JSON-RPC message the filters read: its method
+// alone decides what it is, however its params are shaped (mcp-go reads
+// it the same way).
+type rpcMessage struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// admit checks an initialize (on /mcp or an SSE stream's /message) before
+// it makes a session: refused while the server drains, or past
+// maxInitParams; it takes a place among the caller's MCP sessions (nil
+// place: the caller holds its stream's already). It answers the refusal
+// itself and returns ok false.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, body []byte, params json.RawMessage, take bool) (*place, bool) {
+	if s.svc.Draining() {
+		refuse(w, body, http.StatusServiceUnavailable, errs.Of(service.ErrDraining).Error())
+		return nil, false
+	}
+	if len(params) > maxInitParams {
+		refuse(w, body, http.StatusRequestEntityTooLarge, fmt.Sprintf("initialize's params (clientInfo, capabilities) are %d bytes, more than the %d a session may keep; send a shorter clientInfo",
+			len(params), maxInitParams))
+		return nil, false
+	}
+	if !take {
+		return nil, true
+	}
+	release, err := s.svc.Hold(service.HoldMCPSession, service.CallerOf(guard.Principal(r.Context()), r.RemoteAddr))
+	if err != nil {
+		refuse(w, body, errs.Of(err).Status(), errs.Of(err).Error())
+		return nil, false
+	}
+	return &place{release: release}, true
+}
 
 // mcpFilter answers, before mcp-go sees the request, what mcp-go cannot
-// tell: a request naming another principal's MCP session is told it does
-// not exist; an initialize takes a place among the caller's MCP sessions
-// (refused past the bounds, and while the server drains) and may carry at
-// most maxClientInfo of client information; a plain JSON-RPC request goes
-// to the stateless server; a sessionless notifications/cancelled, which
-// mcp-go would match against any client's request ids, is dropped.
+// tell: a request naming another principal's MCP session (or an SSE
+// stream's, which is not a Streamable HTTP session) is told it does not
+// exist; every initialize, whatever else the request carries, is admitted
+// (a drain, the bounds, maxInitParams) and takes a place among the
+// caller's MCP sessions; a plain JSON-RPC request goes to the stateless
+// server; a sessionless notifications/cancelled, which mcp-go would match
+// against any client's request ids, is dropped.
 func (s *Server) mcpFilter(next, plain http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && s.ids.foreign(sid, principalOf(r)) {
+		sid := r.Header.Get("Mcp-Session-Id")
+		if sid != "" && !s.ids.usable(sid, principalOf(r), false) {
 			http.Error(w, "Invalid session ID", http.StatusNotFound)
 			return
 		}
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg rpcMessage
+		parsed := json.Unmarshal(body, &msg) == nil
+		if parsed && msg.Method == "initialize" {
+			p, ok := s.admit(w, r, body, msg.Params, true)
+			if !ok {
 				return
 			}
-			var msg struct {
-				Method string `json:"method"`
-				Params struct {
-					Meta         map[string]json.RawMessage `json:"_meta"`
-					ClientInfo   json.RawMessage            `json:"clientInfo"`
-					Capabilities json.RawMessage            `json:"capabilities"`
-				} `json:"params"`
+			defer p.giveBack()
+			r = r.WithContext(context.WithValue(r.Context(), placeKey{}, p))
+		}
+		if sid != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if parsed && msg.Method == "notifications/cancelled" {
+			// Without a session the request id is ambiguous across
+			// clients; for 2026-07-28 clients, disconnecting cancels.
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		var meta struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		_ = json.Unmarshal(msg.Params, &meta)
+		_, modern := meta.Meta["io.modelcontextprotocol/protocolVersion"]
+		modern = modern || r.Header.Get("MCP-Protocol-Version") >= "2026-07-28"
+		if parsed && modern {
+			s.fillStandardHeaders(r, msg.Method, body)
+		}
+		if parsed && msg.Method != "" && msg.Method != "initialize" && !modern {
+			if r.Header.Get("Accept") == "" || r.Header.Get("Accept") == "*/*" {
+				r.Header.Set("Accept", "application/json, text/event-stream")
 			}
-			parsed := json.Unmarshal(body, &msg) == nil
-			if parsed && msg.Method == "initialize" {
-				if s.svc.Draining() {
-					refuse(w, body, http.StatusServiceUnavailable, errs.Of(service.ErrDraining).Error())
-					return
-				}
-				if len(msg.Params.ClientInfo)+len(msg.Params.Capabilities) > maxClientInfo {
-					refuse(w, body, http.StatusRequestEntityTooLarge, fmt.Sprintf("initialize's clientInfo and capabilities are %d bytes, more than the %d a session may keep; send a shorter clientInfo",
-						len(msg.Params.ClientInfo)+len(msg.Params.Capabilities), maxClientInfo))
-					return
-				}
-				release, err := s.svc.Hold(service.HoldMCPSession, service.CallerOf(guard.Principal(r.Context()), r.RemoteAddr))
-				if err != nil {
-					refuse(w, body, errs.Of(err).Status(), errs.Of(err).Error())
-					return
-				}
-				p := &place{release: release}
-				defer p.giveBack()
-				r = r.WithContext(context.WithValue(r.Context(), placeKey{}, p))
-			}
-			if parsed && msg.Method == "notifications/cancelled" {
-				// Without a session the request id is ambiguous across
-				// clients; for 2026-07-28 clients, disconnecting cancels.
-				w.WriteHeader(http.StatusAccepted)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			_, modern := msg.Params.Meta["io.modelcontextprotocol/protocolVersion"]
-			modern = modern || r.Header.Get("MCP-Protocol-Version") >= "2026-07-28"
-			if parsed && modern {
-				s.fillStandardHeaders(r, msg.Method, body)
-			}
-			if parsed && msg.Method != "" && msg.Method != "initialize" && !modern {
-				if r.Header.Get("Accept") == "" || r.Header.Get("Accept") == "*/*" {
-					r.Header.Set("Accept", "application/json, text/event-stream")
-				}
-				plain.ServeHTTP(w, r)
-				return
-			}
+			plain.ServeHTTP(w, r)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -271,6 +299,10 @@ func (s *Server) SSEHandlers() (sse, message http.Handler) {
 	// Each stream is an MCP session: it takes a place among its caller's,
 	// and its id answers its own principal only.
 	stream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.svc.Draining() {
+			http.Error(w, errs.Of(service.ErrDraining).Error(), http.StatusServiceUnavailable)
+			return
+		}
 		release, err := s.svc.Hold(service.HoldMCPSession, service.CallerOf(guard.Principal(r.Context()), r.RemoteAddr))
 		if err != nil {
 			http.Error(w, errs.Of(err).Message, errs.Of(err).Status())
@@ -281,14 +313,33 @@ func (s *Server) SSEHandlers() (sse, message http.Handler) {
 		srv.SSEHandler().ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), placeKey{}, p)))
 	})
 	messages := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.ids.foreign(r.URL.Query().Get("sessionId"), principalOf(r)) {
+		if !s.ids.usable(r.URL.Query().Get("sessionId"), principalOf(r), true) {
 			http.Error(w, "Invalid session ID", http.StatusNotFound)
 			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		// An initialize on a stream: the stream holds its place already,
+		// but what it may keep of the client is bounded the same way.
+		var msg rpcMessage
+		if json.Unmarshal(body, &msg) == nil && msg.Method == "initialize" {
+			if _, ok := s.admit(w, r, body, msg.Params, false); !ok {
+				return
+			}
 		}
 		srv.MessageHandler().ServeHTTP(w, r)
 	})
 	return stream, messages
 }
+
+// SessionOwned reports whether id is a live MCP session (Streamable HTTP
+// or SSE) of principal: the guard gives only such an id a rate-limit
+// bucket of its own.
+func (s *Server) SessionOwned(id, principal string) bool { return s.ids.Owned(id, principal) }
 
 // CloseStreams ends the long-lived streams (events, SSE) so that an HTTP
 // server shutting down does not wait for them.

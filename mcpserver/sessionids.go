@@ -40,6 +40,7 @@ type mcpSessionIDs struct {
 type mcpSessionOwner struct {
 	principal string
 	release   func()
+	sse       bool // an SSE stream's (POST /message), not a Streamable HTTP session
 }
 
 // maxTerminated bounds the ended ids remembered.
@@ -87,10 +88,10 @@ func (p *place) giveBack() {
 }
 
 // bind mints an id for principal holding release.
-func (m *mcpSessionIDs) bind(principal string, release func()) string {
+func (m *mcpSessionIDs) bind(principal string, release func(), sse bool) string {
 	id := m.prefix + uuid.NewString()
 	m.mu.Lock()
-	m.live[id] = &mcpSessionOwner{principal: principal, release: release}
+	m.live[id] = &mcpSessionOwner{principal: principal, release: release, sse: sse}
 	m.mu.Unlock()
 	return id
 }
@@ -115,13 +116,25 @@ func (m *mcpSessionIDs) end(id string, terminate bool) {
 	}
 }
 
-// foreign reports whether id is a live session of a principal other than
-// this one.
-func (m *mcpSessionIDs) foreign(id, principal string) bool {
+// usable reports whether a request of principal may present id on its
+// transport (sse: POST /message; else /mcp): not when it is a live session
+// of another principal, or of the other transport. An id that is not live
+// is for the transport to answer (not found, or terminated).
+func (m *mcpSessionIDs) usable(id, principal string, sse bool) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o := m.live[id]
-	return o != nil && o.principal != principal
+	return o == nil || (o.principal == principal && o.sse == sse)
+}
+
+// Owned reports whether id is a live MCP session of principal (the guard
+// rates an MCP session's requests by it only then: an invented id is no
+// bucket of its own).
+func (m *mcpSessionIDs) Owned(id, principal string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o := m.live[id]
+	return o != nil && o.principal == principal
 }
 
 // ResolveSessionIdManager implements server.SessionIdManagerResolver: a
@@ -145,7 +158,7 @@ func principalOf(r *http.Request) string {
 
 // Generate implements server.SessionIdManager (unbound: not used for
 // requests).
-func (m *mcpSessionIDs) Generate() string { return m.bind("", func() {}) }
+func (m *mcpSessionIDs) Generate() string { return m.bind("", func() {}, false) }
 
 // Validate implements server.SessionIdManager.
 func (m *mcpSessionIDs) Validate(id string) (bool, error) {
@@ -182,21 +195,22 @@ type principalIDs struct {
 
 // Generate implements server.SessionIdManager: the id belongs to the
 // request's principal and takes the place its initialize holds.
-func (v *principalIDs) Generate() string { return v.m.bind(v.principal, v.place.take()) }
+func (v *principalIDs) Generate() string { return v.m.bind(v.principal, v.place.take(), false) }
 
 // Validate implements server.SessionIdManager: another principal's live
-// id is not found.
+// id, or an SSE stream's, is not found.
 func (v *principalIDs) Validate(id string) (bool, error) {
-	if v.m.foreign(id, v.principal) {
+	if !v.m.usable(id, v.principal, false) {
 		return false, fmt.Errorf("session not found: %s", id)
 	}
 	return v.m.Validate(id)
 }
 
 // Terminate implements server.SessionIdManager: a DELETE ends only the
-// principal's own session (mcpFilter answers another's first).
+// principal's own Streamable HTTP session (mcpFilter answers any other
+// first).
 func (v *principalIDs) Terminate(id string) (bool, error) {
-	if v.m.foreign(id, v.principal) {
+	if !v.m.usable(id, v.principal, false) {
 		return true, nil
 	}
 	v.m.end(id, true)
@@ -208,5 +222,5 @@ func (v *principalIDs) Terminate(id string) (bool, error) {
 // ends it).
 func (m *mcpSessionIDs) sseIDs(ctx context.Context, r *http.Request) (string, error) {
 	p, _ := r.Context().Value(placeKey{}).(*place)
-	return m.bind(principalOf(r), p.take()), nil
+	return m.bind(principalOf(r), p.take(), true), nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/printable"
 	"github.com/srt-mcp/srt-mcp/runner"
 )
 
@@ -34,7 +35,10 @@ func Egress(n policy.Network, token string, httpL, socksL net.Listener, report f
 	p, err := New(Config{
 		Decider: dec, Token: token, Resolver: res, AllowedRanges: ranges,
 		OnDecision: func(d Decision) {
-			v := runner.Violation{Kind: "network", Decision: "deny", Host: d.Host, Port: d.Port, Rule: d.Rule, Protocol: d.Protocol}
+			// The host is what the sandbox asked for (SOCKS5 carries any
+			// bytes as a name): it reaches clients and the audit log only
+			// made safe to show.
+			v := runner.Violation{Kind: "network", Decision: "deny", Host: printable.String(d.Host), Port: d.Port, Rule: d.Rule, Protocol: d.Protocol}
 			if d.Allow {
 				v.Decision = "allow"
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/srt-mcp/srt-mcp/kernel"
 	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/printable"
 	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/sessions"
 )
@@ -250,5 +251,15 @@ func (s *Service) KernelInfo(ctx context.Context, w *Workspace, language string)
 	if err != nil {
 		return KernelInfo{}, errorf("kernel_busy", "the interpreter is running a cell; ask again when it is done (%v)", err)
 	}
-	return KernelInfo{Running: true, Version: k.Version, Variables: info.Variables, Modules: info.Modules, ExecCount: info.ExecCount, Memory: info.Memory}, nil
+	// Names the code chose (a variable, a module it made up) are shown made
+	// safe, like file names.
+	safeAll := func(names []string) []string {
+		out := make([]string, len(names))
+		for i, n := range names {
+			out[i] = printable.String(n)
+		}
+		return out
+	}
+	return KernelInfo{Running: true, Version: printable.String(k.Version), Variables: safeAll(info.Variables), Modules: safeAll(info.Modules),
+		ExecCount: info.ExecCount, Memory: info.Memory}, nil
 }

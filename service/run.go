@@ -19,6 +19,7 @@ import (
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/kernel"
 	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/printable"
 	"github.com/srt-mcp/srt-mcp/profiles"
 	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/sessions"
@@ -508,11 +509,17 @@ func SHA256(b []byte) string {
 }
 
 // Audit appends one line to the session's audit log.
+//
+// The line names the session's incarnation (a caller may reopen a closed
+// id: its lines go to the same file), and carries no character that
+// changes how a terminal shows it (`srt-mcp audit` prints lines as they
+// are).
 func (s *Service) Audit(ss *sessions.Session, v map[string]any) {
 	v["ts"] = time.Now().UTC().Format(time.RFC3339Nano)
 	v["session_id"] = ss.ID
+	v["incarnation"] = ss.Incarnation
 	b, _ := json.Marshal(v)
-	ss.Audit(b)
+	ss.Audit(printable.JSON(b))
 }
 
 func (s *Service) observe(kind, language string, e *Execution) {

@@ -114,7 +114,7 @@ func TestOwnership(t *testing.T) {
 	}
 
 	// Storage sessions are their maker's from the start.
-	st, err := s.NewStorage(Caller{Principal: "librechat:apikey"}, time.Hour, 10)
+	st, err := s.NewStorage(Caller{Principal: "librechat:apikey"}, time.Hour, 10, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

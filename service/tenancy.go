@@ -32,6 +32,7 @@ import (
 	"context"
 	"math"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -73,9 +74,11 @@ func (c Caller) Anonymous() bool { return c.Principal == "anonymous" || c.Princi
 // without one its principal.
 func (c Caller) base() string {
 	if c.Session != "" {
-		return "session:" + c.Session
+		return "session:" + strconv.Quote(c.Session)
 	}
-	return "principal:" + c.Principal
+	// Quoted: no principal's name (a JWT subject may hold any character)
+	// is a prefix of another's owner key.
+	return "principal:" + strconv.Quote(c.Principal)
 }
 
 // owner is the owner of an execution the caller starts in workspace ws
@@ -354,10 +357,11 @@ func (s *Service) forgetImplicit(sid string) {
 }
 
 // NewStorage makes a storage session for c (the LibreChat Code API's
-// files, kept ttl idle; at most max such sessions): it is c's from the
+// files, kept ttl idle; at most max such sessions, perCaller of them c's:
+// past that c's least recently used one makes room): it is c's from the
 // start.
-func (s *Service) NewStorage(c Caller, ttl time.Duration, max int) (*Workspace, error) {
-	ss, err := s.reg.CreateStorage(ttl, max, c.Principal)
+func (s *Service) NewStorage(c Caller, ttl time.Duration, max, perCaller int) (*Workspace, error) {
+	ss, err := s.reg.CreateStorage(ttl, max, perCaller, c.Principal)
 	return wrap(ss), err
 }
 

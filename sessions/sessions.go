@@ -33,6 +33,7 @@ import (
 	"github.com/srt-mcp/srt-mcp/backend"
 	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/nofollow"
+	"github.com/srt-mcp/srt-mcp/printable"
 )
 
 // WorkspaceMount is where a session's workspace appears in its sandboxes.
@@ -512,32 +513,69 @@ func (s *Registry) activeLocked() int {
 //
 // The session belongs to principal from the start: nothing is adopted by
 // whoever names it first.
-func (s *Registry) CreateStorage(ttl time.Duration, max int, principal string) (*Session, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, ss := range s.open {
-		if ss.storage {
-			n++
+//
+// One principal holds at most perPrincipal of them (0: max): past that,
+// its own least recently used stored session is closed to make room, so
+// that no principal takes every place and none is ever locked out by its
+// own.
+func (s *Registry) CreateStorage(ttl time.Duration, max, perPrincipal int, principal string) (*Session, error) {
+	if perPrincipal <= 0 || perPrincipal > max {
+		perPrincipal = max
+	}
+	for {
+		s.mu.Lock()
+		if s.draining {
+			s.mu.Unlock()
+			return nil, ErrDraining
 		}
+		n, mine := 0, 0
+		var lru *Session
+		var lruLast time.Time
+		for _, ss := range s.open {
+			if !ss.storage {
+				continue
+			}
+			n++
+			if ss.Principal != principal {
+				continue
+			}
+			mine++
+			ss.mu.Lock()
+			idle, last := !ss.busy, ss.lastUsed
+			ss.mu.Unlock()
+			if idle && (lru == nil || last.Before(lruLast)) {
+				lru, lruLast = ss, last
+			}
+		}
+		if mine >= perPrincipal {
+			if lru == nil {
+				s.mu.Unlock()
+				return nil, sessErr("max_sessions", "this caller holds %d stored sessions, its most, and every one is in use; wait for a run to finish", mine)
+			}
+			delete(s.open, lru.ID)
+			s.mu.Unlock()
+			s.end(lru)
+			continue
+		}
+		if n >= max {
+			s.mu.Unlock()
+			return nil, sessErr("max_sessions", "Maximum %d stored sessions reached; older ones expire after %s idle.", max, ttl)
+		}
+		id := s.newID()
+		for s.open[id] != nil {
+			id = s.newID()
+		}
+		ss, err := s.createLocked(id)
+		if err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		ss.storage, ss.ttl, ss.Principal = true, ttl, principal
+		s.mu.Unlock()
+		return ss, nil
 	}
-	if s.draining {
-		return nil, ErrDraining
-	}
-	if n >= max {
-		return nil, sessErr("max_sessions", "Maximum %d stored sessions reached; older ones expire after %s idle.", max, ttl)
-	}
-	id := s.newID()
-	for s.open[id] != nil {
-		id = s.newID()
-	}
-	ss, err := s.createLocked(id)
-	if err != nil {
-		return nil, err
-	}
-	ss.storage, ss.ttl, ss.Principal = true, ttl, principal
-	return ss, nil
 }
+
 
 func (s *Registry) createLocked(id string) (*Session, error) {
 	b := make([]byte, 16)
@@ -1040,39 +1078,15 @@ func CleanName(name string) (string, error) {
 	return rel, nil
 }
 
-// SafeName is a name a sandbox made, made safe to show a client: each
-// control or direction-changing character becomes a visible escape (\x1b,
-// \u202e), so a terminal or a chat window showing it shows text, not an
-// instruction. ok reports whether the name needed none (only such names
-// can be read back: CleanName refuses the others).
-func SafeName(name string) (safe string, ok bool) {
-	if utf8.ValidString(name) && strings.IndexFunc(name, unsafeNameRune) < 0 {
-		return name, true
-	}
-	var b strings.Builder
-	for i := 0; i < len(name); {
-		r, size := utf8.DecodeRuneInString(name[i:])
-		switch {
-		case r == utf8.RuneError && size <= 1:
-			fmt.Fprintf(&b, "\\x%02x", name[i])
-		case r < 0x100 && unsafeNameRune(r):
-			fmt.Fprintf(&b, "\\x%02x", r)
-		case unsafeNameRune(r):
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			b.WriteString(name[i : i+size])
-		}
-		i += size
-	}
-	return b.String(), false
-}
+// SafeName is a name a sandbox made, made safe to show a client (see
+// package printable): ok reports whether the name needed no escape (only
+// such names can be read back: CleanName refuses the others).
+func SafeName(name string) (safe string, ok bool) { return printable.Name(name) }
 
-// unsafeNameRune: control characters (C0, DEL, C1) and the Unicode
-// direction overrides and isolates, which make a name read as another.
-func unsafeNameRune(r rune) bool {
-	return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) ||
-		(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c
-}
+// unsafeNameRune: control characters (C0, DEL, C1), the Unicode
+// direction overrides and isolates and the line and paragraph separators,
+// which make a name read as another.
+func unsafeNameRune(r rune) bool { return printable.Unsafe(r) }
 
 // fileErr turns an error of a workspace operation on rel into a session
 // error that says what went wrong.

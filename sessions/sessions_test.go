@@ -521,7 +521,7 @@ func TestOpenBindsPrincipals(t *testing.T) {
 	_, _, err = s.Open("sess_r1_0123456789ab", "key:carol")
 	wantCode(t, err, "session_not_found")
 	// Storage and pooled sessions are bound too.
-	st, err := s.CreateStorage(time.Hour, 10, "librechat:apikey")
+	st, err := s.CreateStorage(time.Hour, 10, 0, "librechat:apikey")
 	if err != nil || st.Principal != "librechat:apikey" {
 		t.Fatalf("storage: %+v %v", st, err)
 	}
@@ -555,4 +555,38 @@ func TestSafeName(t *testing.T) {
 			t.Errorf("SafeName(%q) = %q still carries a control character", in, got)
 		}
 	}
+}
+
+// One principal's stored sessions are bounded: past its share its least
+// recently used one makes room (it is never locked out by its own), and
+// another principal keeps its place.
+func TestStorageShare(t *testing.T) {
+	s := newSessions(t, Config{})
+	var mine []*Session
+	for i := 0; i < 3; i++ {
+		ss, err := s.CreateStorage(time.Hour, 4, 2, "librechat:jwt:u1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine = append(mine, ss)
+		time.Sleep(2 * time.Millisecond)
+	}
+	if _, err := s.Get(mine[0].ID); err == nil {
+		t.Fatal("the least recently used of u1's stored sessions should have made room")
+	}
+	if _, err := s.Get(mine[2].ID); err != nil {
+		t.Fatal(err)
+	}
+	other, err := s.CreateStorage(time.Hour, 4, 2, "librechat:jwt:u2")
+	if err != nil || other.Principal != "librechat:jwt:u2" {
+		t.Fatalf("u2 while u1 holds its share: %v", err)
+	}
+	if err := mine[1].Acquire(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mine[2].Acquire(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.CreateStorage(time.Hour, 4, 2, "librechat:jwt:u1")
+	wantCode(t, err, "max_sessions") // every one of u1's is in use: nothing of a run is closed under it
 }
