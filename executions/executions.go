@@ -108,7 +108,7 @@ type Config struct {
 	// executions go first, then its running ones' output is dropped, so
 	// that one key's output never frees another's results.
 	MaxRetainedPerPrincipal int64
-	Start            Starter // default runner.StartProcess
+	Start                   Starter // default runner.StartProcess
 	// Replica, when set, names this server in every execution id it mints
 	// (exec_<replica>_<uuid>), so a proxy can route a call to its owner.
 	Replica string

@@ -576,7 +576,6 @@ func (s *Registry) CreateStorage(ttl time.Duration, max, perPrincipal int, princ
 	}
 }
 
-
 func (s *Registry) createLocked(id string) (*Session, error) {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
