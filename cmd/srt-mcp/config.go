@@ -3,10 +3,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/server"
 	"github.com/srt-mcp/srt-mcp/settings"
 )
 
@@ -26,7 +25,6 @@ import (
 // configFile is one reading of the settings file.
 type configFile struct {
 	*settings.File
-	path string // File.Path, the name serve_run.go logs it by
 }
 
 // readConfig reads and checks path against the flags of serve.
@@ -35,7 +33,7 @@ func readConfig(path string, flags []cli.Flag) (*configFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &configFile{File: f, path: f.Path}, nil
+	return &configFile{File: f}, nil
 }
 
 // flagNames are the long names of flags, the keys a settings file may use.
@@ -87,14 +85,14 @@ func serveArgs() []string {
 	return nil
 }
 
-// watchConfig reloads the ceiling when the settings file changes, until ctx
-// ends (settings.Watch): each new reading's ceiling is computed from this
-// process's serve arguments with it, as a restart would.
-func watchConfig(ctx context.Context, cf *configFile, flags []cli.Flag, logger *slog.Logger, apply func(policy.Policy)) error {
-	ceiling := func(next *settings.File) (policy.Policy, error) {
-		return ceilingFromArgs(serveArgs(), flags, &configFile{File: next, path: next.Path})
-	}
-	return settings.Watch(ctx, cf.File, flagNames(flags), logger, ceiling, apply)
+// reloadSettings is what the server needs to reload the ceiling when the
+// settings file changes (server.Settings, settings.Watch): each new
+// reading's ceiling is computed from this process's serve arguments with
+// it, as a restart would.
+func reloadSettings(cf *configFile, flags []cli.Flag) *server.Settings {
+	return &server.Settings{File: cf.File, Keys: flagNames(flags), Ceiling: func(next *settings.File) (policy.Policy, error) {
+		return ceilingFromArgs(serveArgs(), flags, &configFile{File: next})
+	}}
 }
 
 // serveCeiling builds the operator's ceiling from the serve profile, a
