@@ -35,7 +35,10 @@ func routes(o *Options, svc *service.Service, srv *mcpserver.Server, m *ops.Ops)
 		http.Error(w, "unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", g.Wrap(guard.Route{Auth: mcpAuth, PerSession: true}, srv.Handler(mcpserver.HTTPConfig{SessionTTL: o.MCPSessionTTL, Replica: o.Replica})))
+	// An MCP request is rated by its Mcp-Session-Id only when that is a live
+	// session of its principal: an invented id per request is no fresh bucket.
+	mcpRoute := guard.Route{Auth: mcpAuth, PerSession: true, SessionOwned: srv.SessionOwned}
+	mux.Handle("/mcp", g.Wrap(mcpRoute, srv.Handler(mcpserver.HTTPConfig{SessionTTL: o.MCPSessionTTL, Replica: o.Replica})))
 	mux.Handle("/mcp/events", g.Wrap(guard.Route{Auth: mcpAuth}, srv.EventsHandler())) // seed 003's event stream
 	sse, message := srv.SSEHandlers()                                                  // the 2024-11-05 HTTP+SSE transport
 	mux.Handle("/sse", g.Wrap(guard.Route{Auth: mcpAuth}, sse))

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -288,5 +289,22 @@ func TestCollapseSlashes(t *testing.T) {
 		if len(got) != 1 || got[0] != tc.want {
 			t.Errorf("%s: handler saw %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// The per-caller rate limit keys an MCP request by its Mcp-Session-Id only
+// when that is a live session of its principal: a caller that invents an
+// id for every request gets no fresh bucket each time.
+func TestInventedSessionIDsShareTheCallersLimit(t *testing.T) {
+	h, _ := testRoutes(t, Options{RateLimit: 1}) // burst 100
+	limited := 0
+	for i := 0; i < 150; i++ {
+		code, _ := do(t, h, "POST", "/mcp", map[string]string{"Mcp-Session-Id": fmt.Sprintf("invented-%d", i)})
+		if code == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Error("150 requests at --rate-limit 1 (burst 100), each with a new invented Mcp-Session-Id: none refused")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -253,7 +254,10 @@ func Run(ctx context.Context, o Options) error {
 		MaxPerPrincipal:  service.ShareOf(o.MaxConcurrent, o.PrincipalShare),
 		Retention:        o.Retention,
 		MaxRetainedBytes: o.RetainedOutput,
-		Replica:          o.Replica,
+		// One principal's output frees its own results first, never
+		// another's (past its share of the budget).
+		MaxRetainedPerPrincipal: bytesShare(o.RetainedOutput, o.PrincipalShare),
+		Replica:                 o.Replica,
 	})
 	// Every run starts on the backend: bubblewrap sandboxes from the
 	// runner pool as the sandbox user (a session's own uid, when it has
@@ -377,6 +381,15 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	return nil
+}
+
+// bytesShare is fraction of n bytes, rounded up (service.ShareOf for a
+// budget in bytes); all of it when fraction is 0 or 1.
+func bytesShare(n int64, fraction float64) int64 {
+	if fraction <= 0 || fraction >= 1 || n <= 0 {
+		return n
+	}
+	return max(1, int64(math.Ceil(float64(n)*fraction)))
 }
 
 // maxConnections bounds the connections the listener holds in all: three

@@ -206,3 +206,22 @@ func TestRunDrainsOnSIGTERM(t *testing.T) {
 	}
 	waitRun(t, done, 15*time.Second)
 }
+
+func TestBytesShare(t *testing.T) {
+	for _, tc := range []struct {
+		n     int64
+		share float64
+		want  int64
+	}{
+		{256 << 20, 1, 256 << 20},
+		{256 << 20, 0, 256 << 20},
+		{256 << 20, 0.5, 128 << 20},
+		{3, 0.5, 2},
+		{1, 0.01, 1},
+		{0, 0.5, 0},
+	} {
+		if got := bytesShare(tc.n, tc.share); got != tc.want {
+			t.Errorf("bytesShare(%d, %v) = %d, want %d", tc.n, tc.share, got, tc.want)
+		}
+	}
+}
