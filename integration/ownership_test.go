@@ -651,14 +651,13 @@ func TestOwnership(t *testing.T) {
 			{tool: "get_execution_status", same: map[string]any{"execution_id": ex.stdin}, other: map[string]any{"execution_id": ex.stdin}, check: running},
 			{tool: "send_stdin", same: map[string]any{"execution_id": ex.stdin, "input_data": "alice-line\n"},
 				other: map[string]any{"execution_id": ex.stdin, "input_data": "bob-line\n"}, ends: true,
-				check: func(t *testing.T, v map[string]any, isErr bool, text string) {
+				check: func(t *testing.T, _ map[string]any, isErr bool, text string) {
 					if isErr {
 						t.Fatalf("the owner's send_stdin: %s", text)
 					}
-					v, _, text = d.alice(t, "get_execution_output", map[string]any{"execution_id": ex.stdin, "wait": true})
-					out := fmt.Sprint(v["output"])
-					if !strings.Contains(out, "got:alice-line") || strings.Contains(out, "bob") {
-						t.Errorf("the execution's output after its owner's line: %v %.300s", v, text)
+					out, _, text := d.alice(t, "get_execution_output", map[string]any{"execution_id": ex.stdin, "wait": true})
+					if o := fmt.Sprint(out["output"]); !strings.Contains(o, "got:alice-line") || strings.Contains(o, "bob") {
+						t.Errorf("the execution's output after its owner's line: %v %.300s", out, text)
 					}
 				}},
 			{tool: "cancel_execution", same: map[string]any{"execution_id": ex.sleep, "force": true}, other: map[string]any{"execution_id": ex.sleep, "force": true}, ends: true,
