@@ -138,7 +138,8 @@ func TestSignedURL(t *testing.T) {
 		t.Errorf("an escaped name's Content-Disposition: %q", cd)
 	}
 	// The listing's URLs are the same kind of link.
-	for _, f := range svc.Files(alice, w, "test") {
+	listed, _ := svc.Files(alice, w, "test")
+	for _, f := range listed {
 		if rec := get(h, f.URL); rec.Code != 200 {
 			t.Errorf("the listing's URL of %s: %d", f.Name, rec.Code)
 		}

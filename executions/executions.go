@@ -114,8 +114,27 @@ type Config struct {
 	Replica string
 }
 
-// eventOverhead is what one event costs beyond its data, for the budget.
-const eventOverhead = 128
+// eventOverhead is what one event costs beyond what it carries, for the
+// budget (its struct, its slot in the log; measured ~3x what the old
+// figure of 128 assumed).
+const eventOverhead = 384
+
+// eventSize is what an event holds, for the budget: every string a run
+// chose (output, a file's path, a host it asked for, a message) counts,
+// not the output alone.
+func eventSize(ev runner.Event) int64 {
+	n := int64(eventOverhead + len(ev.Data) + len(ev.Message) + len(ev.Report) + len(ev.Signal) + len(ev.ErrCode))
+	if f := ev.File; f != nil {
+		n += int64(len(f.Path) + len(f.Op))
+	}
+	if v := ev.Violation; v != nil {
+		n += int64(len(v.Host) + len(v.Path) + len(v.Rule) + len(v.Action) + len(v.Protocol))
+	}
+	for _, t := range ev.Truncated {
+		n += int64(len(t))
+	}
+	return n
+}
 
 // maxExpired bounds how many freed ids are remembered (to answer
 // ErrExpired rather than ErrNotFound).
@@ -286,7 +305,7 @@ func (m *Manager) start(o Owner, label string, spec runner.Spec, start Starter, 
 // execution that could be freed is) is dropped, and the execution says its
 // events were cut. Terminal events are always kept.
 func (e *Execution) onEvent(ev runner.Event) {
-	size := int64(len(ev.Data)) + eventOverhead
+	size := eventSize(ev)
 	reserved := e.m.reserve(e.Principal, size, ev.Terminal())
 	e.mu.Lock()
 	// The execution numbers its events itself: the server adds events of

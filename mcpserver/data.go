@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	_ "image/gif" // decoders for previews
 	_ "image/jpeg"
 	"image/png"
@@ -217,10 +218,14 @@ func runResult(sessionID, runID string, res service.Result) map[string]any {
 	if c := res.ExitCode(); c != nil {
 		code = *c
 	}
-	return map[string]any{"session_id": sessionID, "run_id": runID, "exit_code": code,
+	v := map[string]any{"session_id": sessionID, "run_id": runID, "exit_code": code,
 		"stdout": res.Stdout, "stderr": res.StderrWithEnd("python"),
 		"stdout_truncated": trunc["stdout"], "stderr_truncated": trunc["stderr"],
 		"artifacts": artifactList(res.Artifacts), "duration_ms": res.Duration()}
+	if res.OK() && res.MoreFiles > 0 {
+		v["more_artifacts"] = res.MoreFiles // past what one reply lists; list_artifacts has them
+	}
+	return v
 }
 
 func pythonSummary(res map[string]any) string {
@@ -249,6 +254,7 @@ func pythonSummary(res map[string]any) string {
 // context.
 func (s *Server) artifactContent(ctx context.Context, ws *service.Workspace, arts []service.File) []mcp.Content {
 	var out []mcp.Content
+	budget := newPreviewBudget()
 	for _, a := range arts {
 		if !a.Fetchable {
 			continue // no tool can read it back by its name
@@ -259,7 +265,7 @@ func (s *Server) artifactContent(ctx context.Context, ws *service.Workspace, art
 		if strings.HasPrefix(a.MIME, "image/") && a.MIME != "image/svg+xml" {
 			data, _, err := s.svc.ReadFile(callerOf(ctx), ws, "preview", a.Name, 32<<20)
 			if err == nil {
-				if prev, err := preview(data, s.cfg.PreviewBytes); err == nil {
+				if prev, err := preview(data, s.cfg.PreviewBytes, budget); err == nil {
 					out = append(out, mcp.NewImageContent(base64.StdEncoding.EncodeToString(prev), "image/png"))
 				}
 			}
@@ -268,21 +274,59 @@ func (s *Server) artifactContent(ctx context.Context, ws *service.Workspace, art
 	return out
 }
 
-// maxPreviewPixels bounds the images preview decodes: a file's header
-// can claim any size (a 74-byte PNG can claim 10^12 pixels), and decoding
-// allocates for what it claims.
-const maxPreviewPixels = 40_000_000
+// Previews decode images a sandbox made: a file's header can claim any
+// size (a 74-byte PNG can claim 10^12 pixels, a 300 KB one 40 Mpixels of
+// 16-bit colour, 320 MB decoded), and decoding costs what it claims. So
+// an image is decoded only when its header shows at most maxPreviewPixels
+// and maxPreviewDecoded bytes, and one reply decodes at most
+// maxPreviewsPerReply images and maxPreviewDecodedPerReply bytes in all.
+const (
+	maxPreviewPixels          = 40_000_000
+	maxPreviewDecoded         = 64 << 20
+	maxPreviewsPerReply       = 8
+	maxPreviewDecodedPerReply = 128 << 20
+)
+
+// previewBudget is what one reply's previews may still decode.
+type previewBudget struct {
+	images  int
+	decoded int64
+}
+
+func newPreviewBudget() *previewBudget {
+	return &previewBudget{images: maxPreviewsPerReply, decoded: maxPreviewDecodedPerReply}
+}
+
+// decodedBytes is what decoding an image of cfg allocates.
+func decodedBytes(cfg image.Config) int64 {
+	bpp := int64(4)
+	switch cfg.ColorModel {
+	case color.RGBA64Model, color.NRGBA64Model:
+		bpp = 8
+	case color.Gray16Model:
+		bpp = 2
+	case color.GrayModel, color.AlphaModel:
+		bpp = 1
+	}
+	return int64(cfg.Width) * int64(cfg.Height) * bpp
+}
 
 // preview downscales an image to a PNG of at most max bytes. It reads the
-// header first and decodes only images of a sane size.
-func preview(data []byte, max int) ([]byte, error) {
+// header first and decodes only an image of a sane size that the reply's
+// budget still covers.
+func preview(data []byte, max int, budget *previewBudget) ([]byte, error) {
 	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > maxPreviewPixels {
+	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > maxPreviewPixels || decodedBytes(cfg) > maxPreviewDecoded {
 		return nil, fmt.Errorf("%dx%d pixels: too large to preview", cfg.Width, cfg.Height)
 	}
+	if budget.images <= 0 || decodedBytes(cfg) > budget.decoded {
+		return nil, errors.New("this reply's previews are spent")
+	}
+	budget.images--
+	budget.decoded -= decodedBytes(cfg)
 	img, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
@@ -360,7 +404,8 @@ func (s *Server) handleListArtifacts(ctx context.Context, req mcp.CallToolReques
 	}
 	arts := []map[string]any{}
 	var lines []string
-	for _, f := range s.svc.Files(c, ws, "list_artifacts") {
+	files, more := s.svc.Files(c, ws, "list_artifacts")
+	for _, f := range files {
 		arts = append(arts, artifactJSON(f))
 		lines = append(lines, fmt.Sprintf("%s (%s, %d bytes)", f.Path, f.MIME, f.Size))
 	}
@@ -368,7 +413,12 @@ func (s *Server) handleListArtifacts(ctx context.Context, req mcp.CallToolReques
 	if len(lines) > 0 {
 		text = strings.Join(lines, "\n")
 	}
-	return mcp.NewToolResultStructured(map[string]any{"artifacts": arts}, text), nil
+	v := map[string]any{"artifacts": arts}
+	if more > 0 {
+		v["more"] = more
+		text += fmt.Sprintf("\n(and %d more files not listed; list them from the sandbox, e.g. execute_code with ls)", more)
+	}
+	return mcp.NewToolResultStructured(v, text), nil
 }
 
 func (s *Server) handleCloseSession(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

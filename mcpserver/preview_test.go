@@ -18,7 +18,7 @@ func TestPreviewRefusesDecompressionBombs(t *testing.T) {
 	if len(bomb) > 100 {
 		t.Fatalf("the bomb is %d bytes", len(bomb))
 	}
-	if _, err := preview(bomb, 64<<10); err == nil {
+	if _, err := preview(bomb, 64<<10, newPreviewBudget()); err == nil {
 		t.Fatal("a 10^12-pixel image was decoded")
 	}
 	img := image.NewRGBA(image.Rect(0, 0, 800, 600))
@@ -27,7 +27,7 @@ func TestPreviewRefusesDecompressionBombs(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	_ = png.Encode(&buf, img)
-	if p, err := preview(buf.Bytes(), 64<<10); err != nil || len(p) == 0 {
+	if p, err := preview(buf.Bytes(), 64<<10, newPreviewBudget()); err != nil || len(p) == 0 {
 		t.Fatalf("a sane image got no preview: %v", err)
 	}
 }
@@ -54,4 +54,31 @@ func pngHeaderOnly(w, h uint32) []byte {
 	chunk("IDAT", []byte{0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01})
 	chunk("IEND", nil)
 	return b.Bytes()
+}
+
+// One reply's previews have a budget: a 16-bit image too big to decode
+// (decoded bytes, not only pixels) is not previewed, and past the reply's
+// count no more are.
+func TestPreviewBudget(t *testing.T) {
+	wide := image.NewRGBA64(image.Rect(0, 0, 3000, 3000)) // 72 MB decoded: past one image's bound
+	var big bytes.Buffer
+	if err := png.Encode(&big, wide); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := preview(big.Bytes(), 64<<10, newPreviewBudget()); err == nil {
+		t.Fatal("a 16-bit 3000x3000 image was decoded for a preview")
+	}
+	var small bytes.Buffer
+	if err := png.Encode(&small, image.NewRGBA(image.Rect(0, 0, 64, 64))); err != nil {
+		t.Fatal(err)
+	}
+	b := newPreviewBudget()
+	for i := 0; i < maxPreviewsPerReply; i++ {
+		if _, err := preview(small.Bytes(), 64<<10, b); err != nil {
+			t.Fatalf("preview %d within the budget: %v", i, err)
+		}
+	}
+	if _, err := preview(small.Bytes(), 64<<10, b); err == nil {
+		t.Fatal("a preview past the reply's count")
+	}
 }

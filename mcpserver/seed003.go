@@ -94,7 +94,11 @@ func (s *Server) handleRunCode(ctx context.Context, req mcp.CallToolRequest) (*m
 		output += "\n" + x
 	}
 	files := []map[string]any{}
-	for _, f := range s.svc.Files(c, ws, "sandbox.run_code") {
+	listed, more := s.svc.Files(c, ws, "sandbox.run_code")
+	if more > 0 {
+		output += fmt.Sprintf("\n(%d more files in the conversation are not listed)", more)
+	}
+	for _, f := range listed {
 		fd := map[string]any{"name": f.Name}
 		if f.URL != "" {
 			fd["url"] = f.URL

@@ -134,6 +134,19 @@ func (p *Proxy) untrackConn(c net.Conn) {
 	p.mu.Unlock()
 }
 
+// maxReportedHost is the most of a host name a decision reports: no valid
+// name is longer (253), and a sandbox that asks for a megabyte-long one
+// must not make every report of it (events, the audit line) that big.
+const maxReportedHost = 253
+
+// reported is host as a decision reports it.
+func reported(host string) string {
+	if len(host) <= maxReportedHost {
+		return host
+	}
+	return fmt.Sprintf("%s...(%d bytes)", host[:64], len(host))
+}
+
 // target is a destination that passed the decision and the guard.
 type target struct {
 	host string
@@ -144,7 +157,7 @@ type target struct {
 // check decides host:port for protocol, resolves it, applies the guard,
 // and reports the decision. It returns the address to dial.
 func (p *Proxy) check(ctx context.Context, protocol, host string, port int) (target, Decision) {
-	d := Decision{Protocol: protocol, Host: host, Port: port}
+	d := Decision{Protocol: protocol, Host: reported(host), Port: port}
 	dec := p.cfg.Decider.Decide(host, port)
 	d.Allow, d.Rule = dec.Allow, dec.Rule
 	t := target{host: host, port: port}

@@ -79,7 +79,9 @@ func (a *api) workspace(r *http.Request, conversation string, create bool) (*ser
 	return a.svc.ConversationWorkspace(caller(r), door, conversation, create)
 }
 
-func fileList(files []service.File) []map[string]any {
+// fileList is a listing as the page shows it (it takes Files' "more" too,
+// which the files route reports beside it).
+func fileList(files []service.File, _ int) []map[string]any {
 	out := []map[string]any{}
 	for _, f := range files {
 		v := map[string]any{"path": f.Path, "filename": f.Name, "name": f.Name, "size_bytes": f.Size, "mime_type": f.MIME}
@@ -97,11 +99,12 @@ func (a *api) files(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	files := []service.File{}
+	v := map[string]any{"files": []any{}}
 	if ws != nil {
-		files = a.svc.Files(caller(r), ws, "playground.files")
+		files, more := a.svc.Files(caller(r), ws, "playground.files")
+		v["files"], v["more"] = fileList(files, more), more
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"files": fileList(files)})
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (a *api) upload(w http.ResponseWriter, r *http.Request) {

@@ -294,7 +294,8 @@ func TestErrors(t *testing.T) {
 	}
 	// A refused upload stored nothing.
 	if w, _ := svc.ConversationWorkspace(service.Caller{Principal: "key:one"}, "playground", "big", false); w != nil {
-		for _, f := range svc.Files(service.Caller{Principal: "key:one"}, w, "test") {
+		listed, _ := svc.Files(service.Caller{Principal: "key:one"}, w, "test")
+		for _, f := range listed {
 			t.Errorf("a refused upload stored %s", f.Name)
 		}
 		ss, _ := svc.Sessions().Get(w.ID())

@@ -2,23 +2,31 @@
 // client: a file name a run created, a host name code asked the proxy for,
 // a variable name an interpreter reports. Control characters (C0, DEL,
 // C1), the Unicode direction overrides and isolates and the line and
-// paragraph separators become visible escapes (\x1b, \u202e), and invalid
-// UTF-8 bytes become \xNN: a terminal or a chat window showing the text
-// shows text, not an instruction to retitle, clear or reorder itself.
+// paragraph separators and every other format character (zero-width
+// joiners, tag characters) become visible escapes (\x1b, \u202e,
+// \U000e0041), a backslash becomes \\, and invalid UTF-8 bytes become
+// \xNN: a terminal, a chat window or a model reading the text sees text,
+// not an instruction to retitle, clear or reorder itself or a message
+// hidden from the reader.
 package printable
 
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// Unsafe reports whether r changes how a terminal or a text renderer
-// shows what follows it.
+// Unsafe reports whether r would not be shown as itself: a control
+// character (C0, DEL, C1) a terminal acts on, a format character (the
+// direction overrides and isolates, zero-width spaces and joiners, the
+// BOM, the soft hyphen, interlinear annotations, the tag characters that
+// smuggle text a reader does not see but a model reads), a line or
+// paragraph separator; or the backslash, so that an escape is never
+// mistaken for a name that spells one.
 func Unsafe(r rune) bool {
-	return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) ||
-		(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c ||
-		r == 0x2028 || r == 0x2029
+	return r == '\\' || unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) || r == 0x180e
 }
 
 // Name is s with every unsafe character escaped; ok reports that s needed
@@ -33,8 +41,12 @@ func Name(s string) (safe string, ok bool) {
 		switch {
 		case r == utf8.RuneError && size <= 1:
 			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case r == '\\':
+			b.WriteString(`\\`)
 		case r < 0x100 && Unsafe(r):
 			fmt.Fprintf(&b, "\\x%02x", r)
+		case r > 0xffff && Unsafe(r):
+			fmt.Fprintf(&b, "\\U%08x", r)
 		case Unsafe(r):
 			fmt.Fprintf(&b, "\\u%04x", r)
 		default:
@@ -52,8 +64,8 @@ func String(s string) string {
 }
 
 // JSON escapes, in encoded JSON, the unsafe characters json.Marshal leaves
-// raw (C1 controls, direction overrides and isolates): the result is the
-// same JSON value, safe to print.
+// raw (C1 controls, format characters): the result is the same JSON
+// value, safe to print.
 func JSON(b []byte) []byte {
 	if utf8.Valid(b) && !containsUnsafe(b) {
 		return b
@@ -61,9 +73,13 @@ func JSON(b []byte) []byte {
 	var out strings.Builder
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
-		if r >= 0x80 && Unsafe(r) {
+		switch {
+		case r > 0xffff && Unsafe(r): // a surrogate pair in JSON
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&out, "\\u%04x\\u%04x", r1, r2)
+		case r >= 0x80 && Unsafe(r):
 			fmt.Fprintf(&out, "\\u%04x", r)
-		} else {
+		default:
 			out.Write(b[i : i+size])
 		}
 		i += size

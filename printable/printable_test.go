@@ -16,12 +16,15 @@ func TestName(t *testing.T) {
 		"\xff.csv":                      `\xff.csv`,
 		"line\u2028sep":                 `line\u2028sep`,
 		"iso\u2066late":                 `iso\u2066late`,
+		"zw\u200dj\ufeffb\u00ad":        `zw\u200dj\ufeffb\xad`,
+		"tag\U000e0041":                 `tag\U000e0041`,
+		`lit\x1b.txt`:                   `lit\\x1b.txt`,
 	} {
 		got, ok := Name(in)
 		if got != want || ok != (in == want) {
 			t.Errorf("Name(%q) = %q, %v; want %q", in, got, ok, want)
 		}
-		if strings.IndexFunc(got, Unsafe) >= 0 {
+		if strings.IndexFunc(got, func(r rune) bool { return r != '\\' && Unsafe(r) }) >= 0 {
 			t.Errorf("Name(%q) = %q still carries an unsafe character", in, got)
 		}
 	}

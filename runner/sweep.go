@@ -13,6 +13,7 @@ import (
 
 	"github.com/srt-mcp/srt-mcp/nofollow"
 	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/printable"
 )
 
 // A protected name that exists when the sandbox starts, up to
@@ -81,7 +82,8 @@ type sweeper struct {
 func (s *sweeper) changed(st nofollow.Stat) bool { return !st.Ctime.Before(s.since) }
 
 func (s *sweeper) report(rel, rule, action string) {
-	s.out = append(s.out, Violation{Kind: "filesystem", Decision: "deny", Path: filepath.Join(s.root.Dst, rel), Rule: rule, Action: action})
+	// The name is the sandbox's: it reaches clients made safe to show.
+	s.out = append(s.out, Violation{Kind: "filesystem", Decision: "deny", Path: printable.String(filepath.Join(s.root.Dst, rel)), Rule: rule, Action: action})
 }
 
 // walk visits dir (rel below the root, depth levels down).

@@ -53,12 +53,30 @@ func (s *Service) file(ss *sessions.Session, f sessions.FileInfo) File {
 	return out
 }
 
-func (s *Service) files(ss *sessions.Session, infos []sessions.FileInfo) []File {
-	out := make([]File, 0, len(infos))
-	for _, f := range infos {
-		out = append(out, s.file(ss, f))
+// What one reply lists of a workspace: a run can make 100,000 files with
+// long names, and a reply (and the server building it) must not grow
+// with them. Past either bound the listing stops and says how many more
+// files there are.
+const (
+	maxListedFiles = 1000
+	maxListedBytes = 1 << 20 // of names, as shown
+	// maxArtifacts is what a run's reply lists of the files it made.
+	maxArtifacts = 200
+)
+
+// files is infos as a door shows them, at most max of them and
+// maxListedBytes of names; more is how many were left out.
+func (s *Service) files(ss *sessions.Session, infos []sessions.FileInfo, max int) (out []File, more int) {
+	out = make([]File, 0, min(len(infos), max))
+	size := 0
+	for i, f := range infos {
+		ff := s.file(ss, f)
+		if size += len(ff.Path); len(out) >= max || size > maxListedBytes {
+			return out, len(infos) - i
+		}
+		out = append(out, ff)
 	}
-	return out
+	return out, 0
 }
 
 // FileURL is the signed download link of name in w ("" without a
@@ -70,11 +88,12 @@ func (s *Service) FileURL(w *Workspace, name string) string {
 	return s.cfg.Files.URL(w.ss.ID, w.ss.Incarnation, name)
 }
 
-// Files lists every regular file of w with its download URL.
-func (s *Service) Files(c Caller, w *Workspace, op string) []File {
-	out := s.files(w.ss, w.ss.List())
-	s.audit(c, w.ss, map[string]any{"op": op, "files": len(out)})
-	return out
+// Files lists the regular files of w with their download URLs: at most a
+// thousand, and a megabyte of names; more says how many it left out.
+func (s *Service) Files(c Caller, w *Workspace, op string) (files []File, more int) {
+	files, more = s.files(w.ss, w.ss.List(), maxListedFiles)
+	s.audit(c, w.ss, map[string]any{"op": op, "files": len(files), "more": more})
+	return files, more
 }
 
 // audit writes one audit line of c's operation in ss.

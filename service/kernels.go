@@ -118,7 +118,7 @@ func (s *Service) kernelFor(ctx context.Context, ss *sessions.Session, language 
 		// The operator's settings changed since it started: it may hold
 		// what they no longer allow.
 		k.Close()
-		note = "the operator's settings changed (a settings reload): the " + language + " interpreter restarted under the new ones; its variables and imports are gone"
+		note = settingsNote(language)
 	}
 	if k != nil && note == "" {
 		note = "the " + language + " kernel had exited (" + k.DeadReason() + "); a new one started without the old variables"
@@ -186,6 +186,53 @@ func (s *Service) idleQuota(ss *sessions.Session, sk *sessionKernels) {
 			s.cfg.Logger.Warn("stopped a session's kernels: the workspace grew past its quota between cells", "session_id", ss.ID, "bytes", u.Bytes)
 		}
 		prev = u.Bytes
+	}
+}
+
+// settingsNote says why a kernel restarted after a settings reload.
+func settingsNote(language string) string {
+	return "the operator's settings changed (a settings reload): the " + language + " interpreter restarted under the new ones; its variables and imports are gone"
+}
+
+// reconcileKernels brings every workspace's interpreters under the
+// ceiling now in force: one whose sandbox the ceiling would now make
+// differently is closed at once if its workspace is idle (a thread a cell
+// left running would otherwise go on under the old ceiling), else when
+// its cell ends; its next cell starts a new one and says why.
+func (s *Service) reconcileKernels() {
+	s.ws.mu.Lock()
+	sets := make(map[string]*sessionKernels, len(s.ws.k))
+	for sid, sk := range s.ws.k {
+		sets[sid] = sk
+	}
+	s.ws.mu.Unlock()
+	for sid, sk := range sets {
+		ss, err := s.reg.Get(sid)
+		if err != nil || ss.Acquire() != nil {
+			continue // closed, pooled (the pool drains itself), or running a cell (its end reconciles)
+		}
+		s.reconcile(ss, sk)
+		ss.Release()
+	}
+}
+
+// reconcile closes ss's kernels that the ceiling now in force would start
+// differently (ss held by the caller).
+func (s *Service) reconcile(ss *sessions.Session, sk *sessionKernels) {
+	var stale []*kernel.Kernel
+	sk.mu.Lock()
+	for lang, k := range sk.byLang {
+		argv, err := kernel.Argv(lang, s.interpreter(lang))
+		if err != nil || reflect.DeepEqual(sk.policies[lang], s.kernelSpec(ss, argv, sk.memory).Policy) {
+			continue
+		}
+		delete(sk.byLang, lang)
+		sk.restarted[lang] = settingsNote(lang)
+		stale = append(stale, k)
+	}
+	sk.mu.Unlock()
+	for _, k := range stale {
+		k.Close()
 	}
 }
 

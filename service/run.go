@@ -277,6 +277,12 @@ func (s *Service) ended(r *Run, req Request, language string, end runner.Event, 
 	if r.cell != nil && r.cell.Restarted {
 		s.markRestarted(ss.ID, language, "the previous cell ended by restarting the kernel: variables and imports are gone")
 	}
+	if r.cell != nil {
+		// A reload while the cell ran: its interpreter goes now, not at
+		// the next cell (what the cell left running must not go on under
+		// the old ceiling).
+		s.reconcile(ss, s.kernels(ss.ID))
+	}
 	fields := map[string]any{"op": req.Op, "network": network, "end": end.Type, "duration_ms": end.DurationMS}
 	if req.Caller.Principal != "" {
 		fields["principal"] = req.Caller.Principal
@@ -359,6 +365,9 @@ type Result struct {
 	// then), else none.
 	Changed   []File
 	Artifacts []File
+	// MoreFiles is how many changed files the reply leaves out (it lists
+	// at most 200).
+	MoreFiles int
 	Note      string
 	Truncated []string // streams cut at the output cap
 }
@@ -380,7 +389,7 @@ func (r *Run) result(sn executions.Snapshot) Result {
 		if !ok {
 			changed = ss.Artifacts(r.before)
 		}
-		res.Changed = r.svc.files(ss, changed)
+		res.Changed, res.MoreFiles = r.svc.files(ss, changed, maxArtifacts)
 		if res.OK() {
 			res.Artifacts = res.Changed
 		}
@@ -487,6 +496,9 @@ func Outputs(sn executions.Snapshot) (stdout, stderr []byte) {
 func NetworkDecisions(sn executions.Snapshot) []string {
 	var out []string
 	for _, e := range sn.Events {
+		if len(out) >= maxNetworkDecisions {
+			break
+		}
 		if v := e.Violation; v != nil && v.Kind == "network" && v.Decision != "transfer" {
 			out = append(out, fmt.Sprintf("%s %s:%d", v.Decision, v.Host, v.Port))
 		}

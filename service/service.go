@@ -209,6 +209,7 @@ func (s *Service) Ceiling() policy.Policy { return *s.ceiling.Load() }
 func (s *Service) SetCeiling(p policy.Policy) {
 	s.ceiling.Store(&p)
 	s.pool.drain()
+	s.reconcileKernels()
 }
 
 // Config returns the service's configuration (defaults filled in).

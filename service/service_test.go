@@ -177,7 +177,11 @@ func TestFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(w.ss.Workspace, "rt\x1b]0;X\x07.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range s.Files(alice, w, "list_artifacts") {
+	listed, more := s.Files(alice, w, "list_artifacts")
+	if len(listed) != 2 || more != 0 {
+		t.Fatalf("the listing: %+v (%d more)", listed, more)
+	}
+	for _, f := range listed {
 		if strings.ContainsAny(f.Name+f.Path, "\x1b\x07") {
 			t.Errorf("a listing carries a control character: %q", f.Name)
 		}

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/srt-mcp/srt-mcp/errs"
+	"github.com/srt-mcp/srt-mcp/opfile"
 )
 
 // Signer makes and checks download URLs:
@@ -78,8 +80,10 @@ func LoadOrCreateSecret(configured, stateDir string) ([]byte, error) {
 		return []byte(configured), nil
 	}
 	p := filepath.Join(stateDir, "file-secret")
-	if b, err := os.ReadFile(p); err == nil && len(b) >= 32 {
+	if b, err := opfile.Read(p, 4096); err == nil && len(b) >= 32 {
 		return b, nil
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("the download-signing secret %s: %v", p, err)
 	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {

@@ -36,8 +36,14 @@ import (
 const (
 	maxWatchedDirs = 64   // directories one run's watch holds open
 	maxFileEvents  = 1000 // file events one run reports
-	checkEvery     = 250 * time.Millisecond
-	pollEvery      = time.Second // when some directories are not watched
+	// maxNetworkDecisions bounds the proxy decisions a run's audit line
+	// lists (a run can ask for hosts as fast as it likes).
+	maxNetworkDecisions = 200
+	// maxEventName is the longest name a file event reports (CleanName's
+	// bound: no tool can name a longer one).
+	maxEventName = 1024
+	checkEvery   = 250 * time.Millisecond
+	pollEvery    = time.Second // when some directories are not watched
 	// quotaSlack is how much a stopped cell's kernel may still grow the
 	// workspace during its interrupt before it is killed.
 	quotaSlack = 16 << 20
@@ -278,6 +284,9 @@ func (w *runWatch) onChange(ev fsnotify.Event) {
 // flush is still "created"). The path a client sees is the name the
 // sandbox made, made safe to show.
 func (w *runWatch) note(rel string, fc *runner.FileChange) {
+	if len(rel) > maxEventName {
+		return // past any name a tool can take: counted by the quota, not reported
+	}
 	fc.Path = WorkspaceMount + "/" + safe(rel)
 	old, ok := w.pending[rel]
 	if !ok {
@@ -364,7 +373,9 @@ func (w *runWatch) wrap(sink func(runner.Event)) func(runner.Event) {
 	return func(ev runner.Event) {
 		if v := ev.Violation; v != nil && v.Kind == "network" && v.Decision != "transfer" {
 			w.mu.Lock()
-			w.network = append(w.network, fmt.Sprintf("%s %s:%d", v.Decision, v.Host, v.Port))
+			if len(w.network) < maxNetworkDecisions {
+				w.network = append(w.network, fmt.Sprintf("%s %s:%d", v.Decision, v.Host, v.Port))
+			}
 			w.mu.Unlock()
 		}
 		if !ev.Terminal() {

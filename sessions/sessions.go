@@ -33,6 +33,7 @@ import (
 	"github.com/srt-mcp/srt-mcp/backend"
 	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/nofollow"
+	"github.com/srt-mcp/srt-mcp/opfile"
 	"github.com/srt-mcp/srt-mcp/printable"
 )
 
@@ -207,6 +208,15 @@ func New(cfg Config) (*Registry, error) {
 	root := filepath.Join(cfg.StateDir, "sessions")
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, err
+	}
+	// The state directory is the server's own: another user who could
+	// write it (one who made it first, under /tmp) could plant the secret
+	// download links are signed with, or a cache template every session
+	// runs, or remove audit logs.
+	for _, d := range []string{cfg.StateDir, root} {
+		if err := opfile.CheckDir(d); err != nil {
+			return nil, fmt.Errorf("refusing the state directory: %v", err)
+		}
 	}
 	s := &Registry{cfg: cfg, open: map[string]*Session{}, stop: make(chan struct{}), ws: filepath.Join(cfg.StateDir, "workspaces")}
 	if err := s.prepareWorkspaces(); err != nil {
@@ -847,6 +857,14 @@ func (s *Registry) prepareWorkspaces() error {
 	if err := os.MkdirAll(s.ws, s.dirMode()); err != nil {
 		return err
 	}
+	if err := opfile.CheckDir(s.ws); err != nil {
+		return fmt.Errorf("refusing the workspaces directory: %v", err)
+	}
+	if fi, err := os.Lstat(AuditDir(s.cfg.StateDir)); err == nil && fi.IsDir() {
+		if err := opfile.CheckDir(AuditDir(s.cfg.StateDir)); err != nil {
+			return fmt.Errorf("refusing the audit directory: %v", err)
+		}
+	}
 	if !s.cfg.Reach {
 		return nil
 	}
@@ -1092,6 +1110,8 @@ func unsafeNameRune(r rune) bool { return printable.Unsafe(r) }
 func fileErr(rel string, err error) error {
 	var se *Error
 	switch {
+	case err == nil:
+		return nil
 	case errors.As(err, &se):
 		return err
 	case errors.Is(err, nofollow.ErrSymlink):
@@ -1311,13 +1331,29 @@ func (ss *Session) Usage() (Usage, error) {
 	return u, err
 }
 
+// maxListedName is the longest name a listing holds: CleanName's bound,
+// past which no tool can name the file anyway. A run may make deeper ones
+// (the walk goes past PATH_MAX); they count against the quota but are
+// not listed, so a listing's memory follows its entries, not their depth.
+const maxListedName = 1024
+
+// listed is a regular file's FileInfo for a listing (nil: not listed);
+// Filename is Path's own tail, not a second copy.
+func listed(rel string, st nofollow.Stat) *FileInfo {
+	if !st.Mode.IsRegular() || len(rel) > maxListedName {
+		return nil
+	}
+	p := WorkspaceMount + "/" + rel
+	return &FileInfo{Path: p, Filename: p[len(WorkspaceMount)+1:], Size: st.Size, MIME: MIMEType(rel), ModTime: st.Mtime}
+}
+
 // List returns the workspace's regular files (recursively, at most
 // MaxFiles entries walked), sorted.
 func (ss *Session) List() []FileInfo {
 	var out []FileInfo
 	_, _ = ss.walk(func(rel string, st nofollow.Stat) {
-		if st.Mode.IsRegular() {
-			out = append(out, FileInfo{Path: WorkspaceMount + "/" + rel, Filename: rel, Size: st.Size, MIME: MIMEType(rel), ModTime: st.Mtime})
+		if f := listed(rel, st); f != nil {
+			out = append(out, *f)
 		}
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
@@ -1343,7 +1379,9 @@ func (ss *Session) Scan() (Listing, Usage) {
 		u.Entries++
 		if st.Mode.IsRegular() {
 			u.Bytes += st.Size
-			m[WorkspaceMount+"/"+rel] = FileInfo{Path: WorkspaceMount + "/" + rel, Filename: rel, Size: st.Size, MIME: MIMEType(rel), ModTime: st.Mtime}
+		}
+		if f := listed(rel, st); f != nil {
+			m[f.Path] = *f
 		}
 	})
 	u.Over = over
