@@ -136,7 +136,7 @@ func Parse(r io.Reader) (*Keys, error) {
 // or this process's user) may write (see opfile): a key file others could
 // edit would let them add keys of their own.
 func Load(path string) (*Keys, error) {
-	data, err := opfile.Read(path, 1<<20)
+	data, err := opfile.ReadServerFile(path, 1<<20)
 	if err != nil {
 		return nil, err
 	}

@@ -18,14 +18,21 @@ import (
 	"syscall"
 )
 
+// ReadServerFile is Read for a file a server trusts and reads again while
+// it runs (its settings, its API keys, its signing secret): every
+// directory above it must be the operator's too (checkAncestors), or
+// whoever controls one could swap the file for another.
+func ReadServerFile(path string, max int64) ([]byte, error) {
+	if err := checkAncestors(path); err != nil {
+		return nil, err
+	}
+	return Read(path, max)
+}
+
 // Read returns the content of the file at path, at most max bytes.
 func Read(path string, max int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkAncestors(path); err != nil {
-		f.Close()
 		return nil, err
 	}
 	defer f.Close()

@@ -32,8 +32,11 @@ func TestReadAndCheckDir(t *testing.T) {
 	if err := os.WriteFile(g, []byte("k"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Read(g, 100); err == nil || !strings.Contains(err.Error(), "not sticky") {
-		t.Fatalf("a file under a directory others may write: %v", err)
+	if _, err := ReadServerFile(g, 100); err == nil || !strings.Contains(err.Error(), "not sticky") {
+		t.Fatalf("a server's file under a directory others may write: %v", err)
+	}
+	if _, err := Read(g, 100); err != nil {
+		t.Fatalf("a file a command reads once (srt-mcp exec --settings) is checked itself only: %v", err)
 	}
 	if err := CheckDir(open); err == nil || !strings.Contains(err.Error(), "written by others") {
 		t.Fatalf("a directory others may write: %v", err)
@@ -45,7 +48,7 @@ func TestReadAndCheckDir(t *testing.T) {
 	if err := os.Chmod(open, 0o777|os.ModeSticky); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Read(g, 100); err != nil {
+	if _, err := ReadServerFile(g, 100); err != nil {
 		t.Fatalf("a file under a sticky directory: %v", err)
 	}
 	// The file itself: others may write it.

@@ -80,7 +80,7 @@ func LoadOrCreateSecret(configured, stateDir string) ([]byte, error) {
 		return []byte(configured), nil
 	}
 	p := filepath.Join(stateDir, "file-secret")
-	if b, err := opfile.Read(p, 4096); err == nil && len(b) >= 32 {
+	if b, err := opfile.ReadServerFile(p, 4096); err == nil && len(b) >= 32 {
 		return b, nil
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("the download-signing secret %s: %v", p, err)

@@ -63,7 +63,7 @@ type File struct {
 // root or this process's user, may write it: see opfile) and checks it
 // against flags, the long names of serve's flags.
 func Read(path string, flags []string) (*File, error) {
-	data, err := opfile.Read(path, MaxBytes)
+	data, err := opfile.ReadServerFile(path, MaxBytes)
 	if err != nil {
 		return nil, err
 	}
