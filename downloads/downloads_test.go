@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,13 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/srt-mcp/srt-mcp/backend"
 	"github.com/srt-mcp/srt-mcp/downloads"
-	"github.com/srt-mcp/srt-mcp/executions"
-	"github.com/srt-mcp/srt-mcp/profiles"
-	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/service"
-	"github.com/srt-mcp/srt-mcp/sessions"
+	"github.com/srt-mcp/srt-mcp/service/servicetest"
 )
 
 var secret = []byte("unit-test-secret-0123456789abcdef")
@@ -31,23 +26,7 @@ var secret = []byte("unit-test-secret-0123456789abcdef")
 // state directory; no run starts a sandbox.
 func newService(t *testing.T) *service.Service {
 	t.Helper()
-	reg, err := sessions.New(sessions.Config{StateDir: t.TempDir(), Max: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := service.New(service.Config{Sessions: reg, Backend: noSandboxes{&backend.Native{}}, Runtimes: &profiles.Runtimes{},
-		Files: &service.Signer{Secret: secret, BaseURL: "http://127.0.0.1:8080/"}}, executions.NewManager(executions.Config{}))
-	t.Cleanup(func() {
-		s.Shutdown()
-		reg.Shutdown()
-	})
-	return s
-}
-
-type noSandboxes struct{ *backend.Native }
-
-func (noSandboxes) Start(*backend.Box, runner.Spec, func(runner.Event)) (runner.Handle, error) {
-	return nil, errors.New("no sandboxes in unit tests")
+	return servicetest.New(t, service.Config{Files: &service.Signer{Secret: secret, BaseURL: "http://127.0.0.1:8080/"}})
 }
 
 var (

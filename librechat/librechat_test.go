@@ -28,11 +28,11 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/srt-mcp/srt-mcp/backend"
-	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/librechat"
 	"github.com/srt-mcp/srt-mcp/profiles"
 	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/service"
+	"github.com/srt-mcp/srt-mcp/service/servicetest"
 	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
@@ -41,30 +41,7 @@ import (
 // no sandbox (runs are the integration suite's to test).
 func newService(t *testing.T, cfg service.Config) *service.Service {
 	t.Helper()
-	reg, err := sessions.New(sessions.Config{StateDir: t.TempDir(), Max: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Sessions = reg
-	if cfg.Backend == nil {
-		cfg.Backend = noSandboxes{&backend.Native{}}
-	}
-	if cfg.Runtimes == nil {
-		cfg.Runtimes = &profiles.Runtimes{}
-	}
-	cfg.Files = &service.Signer{Secret: []byte("unit-test-secret-0123456789abcdef"), BaseURL: "http://127.0.0.1:8080"}
-	s := service.New(cfg, executions.NewManager(executions.Config{}))
-	t.Cleanup(func() {
-		s.Shutdown()
-		reg.Shutdown()
-	})
-	return s
-}
-
-type noSandboxes struct{ *backend.Native }
-
-func (noSandboxes) Start(*backend.Box, runner.Spec, func(runner.Event)) (runner.Handle, error) {
-	return nil, errors.New("no sandboxes in unit tests")
+	return servicetest.New(t, cfg)
 }
 
 // keys are generated once: an RSA key costs tens of milliseconds.

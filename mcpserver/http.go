@@ -66,6 +66,19 @@ type rpcMessage struct {
 	Params json.RawMessage `json:"params"`
 }
 
+// readBody reads r's body (within the guard's cap) for a filter to look at,
+// and puts it back for the handler after it; a body past the cap is
+// answered 413.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		return nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body, true
+}
+
 // admit checks an initialize (on /mcp or an SSE stream's /message) before
 // it makes a session: refused while the server drains, or past
 // maxInitParams; it takes a place among the caller's MCP sessions (nil
@@ -111,12 +124,10 @@ func (s *Server) mcpFilter(next, plain http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		body, ok := readBody(w, r)
+		if !ok {
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		var msg rpcMessage
 		parsed := json.Unmarshal(body, &msg) == nil
 		if parsed && msg.Method == "initialize" {
@@ -317,12 +328,10 @@ func (s *Server) SSEHandlers() (sse, message http.Handler) {
 			http.Error(w, "Invalid session ID", http.StatusNotFound)
 			return
 		}
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		body, ok := readBody(w, r)
+		if !ok {
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		// An initialize on a stream: the stream holds its place already,
 		// but what it may keep of the client is bounded the same way.
 		var msg rpcMessage

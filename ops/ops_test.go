@@ -16,12 +16,10 @@ import (
 	"time"
 
 	"github.com/srt-mcp/srt-mcp/backend"
-	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/ops"
-	"github.com/srt-mcp/srt-mcp/profiles"
 	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/service"
-	"github.com/srt-mcp/srt-mcp/sessions"
+	"github.com/srt-mcp/srt-mcp/service/servicetest"
 )
 
 // scripted is a backend whose sandboxes are scripts the test plays: a
@@ -85,19 +83,10 @@ func (s *script) Done() <-chan struct{}       { return s.done }
 // Observe, bound to the metrics' gauges.
 func newOps(t *testing.T) (*ops.Ops, *service.Service, *scripted) {
 	t.Helper()
-	reg, err := sessions.New(sessions.Config{StateDir: t.TempDir(), Max: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
 	o := ops.New()
 	b := &scripted{Native: &backend.Native{}, scripts: make(chan *script, 1)}
-	svc := service.New(service.Config{Sessions: reg, Backend: b, Runtimes: &profiles.Runtimes{}, Observe: o.Observe},
-		executions.NewManager(executions.Config{}))
+	svc := servicetest.New(t, service.Config{Backend: b, Observe: o.Observe})
 	o.Bind(svc)
-	t.Cleanup(func() {
-		svc.Shutdown()
-		reg.Shutdown()
-	})
 	return o, svc, b
 }
 

@@ -3,7 +3,6 @@ package playground_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -13,14 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/srt-mcp/srt-mcp/backend"
-	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/guard"
 	"github.com/srt-mcp/srt-mcp/playground"
-	"github.com/srt-mcp/srt-mcp/profiles"
-	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/service"
-	"github.com/srt-mcp/srt-mcp/sessions"
+	"github.com/srt-mcp/srt-mcp/service/servicetest"
 )
 
 // newServer is the playground mounted as the server mounts it, behind a
@@ -28,19 +23,7 @@ import (
 // keys are "k1" (principal key:one) and "k2" (key:two).
 func newServer(t *testing.T, cfg service.Config) (http.Handler, *service.Service) {
 	t.Helper()
-	reg, err := sessions.New(sessions.Config{StateDir: t.TempDir(), Max: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Sessions = reg
-	cfg.Backend = noSandboxes{&backend.Native{}}
-	cfg.Runtimes = &profiles.Runtimes{}
-	cfg.Files = &service.Signer{Secret: []byte("unit-test-secret-0123456789abcdef"), BaseURL: "http://127.0.0.1:8080"}
-	svc := service.New(cfg, executions.NewManager(executions.Config{}))
-	t.Cleanup(func() {
-		svc.Shutdown()
-		reg.Shutdown()
-	})
+	svc := servicetest.New(t, cfg)
 	auth := func(w http.ResponseWriter, r *http.Request) (string, bool) {
 		switch r.Header.Get("Authorization") {
 		case "Bearer k1":
@@ -56,12 +39,6 @@ func newServer(t *testing.T, cfg service.Config) (http.Handler, *service.Service
 	mux := http.NewServeMux()
 	playground.Mount(mux, guard.New(guard.Config{}), svc, auth)
 	return mux, svc
-}
-
-type noSandboxes struct{ *backend.Native }
-
-func (noSandboxes) Start(*backend.Box, runner.Spec, func(runner.Event)) (runner.Handle, error) {
-	return nil, errors.New("no sandboxes in unit tests")
 }
 
 func do(h http.Handler, method, path, key string, body io.Reader, ctype string, hdr ...string) *httptest.ResponseRecorder {

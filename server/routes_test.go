@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,41 +10,18 @@ import (
 	"testing"
 
 	"github.com/srt-mcp/srt-mcp/apikeys"
-	"github.com/srt-mcp/srt-mcp/backend"
-	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/librechat"
 	"github.com/srt-mcp/srt-mcp/mcpserver"
 	"github.com/srt-mcp/srt-mcp/ops"
-	"github.com/srt-mcp/srt-mcp/profiles"
-	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/service"
-	"github.com/srt-mcp/srt-mcp/sessions"
+	"github.com/srt-mcp/srt-mcp/service/servicetest"
 )
-
-// noSandboxes is a backend that starts nothing: runs are the runner's and
-// the integration suite's to test.
-type noSandboxes struct{ *backend.Native }
-
-func (noSandboxes) Start(*backend.Box, runner.Spec, func(runner.Event)) (runner.Handle, error) {
-	return nil, errors.New("no sandboxes in unit tests")
-}
 
 // testRoutes is routes(o) over a service on a real session registry in a
 // temporary state directory, with no warm pool and no sandboxes.
 func testRoutes(t *testing.T, o Options) (http.Handler, *service.Service) {
 	t.Helper()
-	reg, err := sessions.New(sessions.Config{StateDir: t.TempDir(), Max: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := service.New(service.Config{
-		Sessions: reg, Backend: noSandboxes{&backend.Native{}}, Runtimes: &profiles.Runtimes{}, WarmPool: 0,
-		Files: &service.Signer{Secret: []byte("unit-test-secret-0123456789abcdef"), BaseURL: "http://127.0.0.1:8080"},
-	}, executions.NewManager(executions.Config{}))
-	t.Cleanup(func() {
-		svc.Shutdown()
-		reg.Shutdown()
-	})
+	svc := servicetest.New(t, service.Config{})
 	m := ops.New()
 	m.Bind(svc)
 	return routes(&o, svc, mcpserver.New(mcpserver.Config{}, svc), m), svc
