@@ -241,14 +241,18 @@ func TestHostileRetainedOutputBudget(t *testing.T) {
 	base := strings.TrimSuffix(s.url, "/mcp")
 	re := regexp.MustCompile(`(?m)^srtmcp_retained_output_bytes (\S+)`)
 	var held float64
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	// Until the runs have printed all they print (their output stops
+	// growing), or the budget is seen broken.
+	last := -1.0
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
 		_, _, raw := httpGet(t, base+"/metrics")
 		if m := re.FindSubmatch(raw); m != nil {
 			held, _ = strconv.ParseFloat(string(m[1]), 64)
 		}
-		if held > 1.1*(1<<20) {
+		if held > 1.1*(1<<20) || (held > 0 && held == last) {
 			break
 		}
+		last = held
 	}
 	if held > 1.1*(1<<20) {
 		t.Errorf("running executions hold %.0f bytes of output, more than --retained-output 1M", held)

@@ -256,6 +256,7 @@ func TestHostileTenancyMCPSessions(t *testing.T) {
 	if !strings.Contains(body, `"status":"running"`) {
 		t.Errorf("alice's execution after bob's attempts: %.300s", body)
 	}
+	rawMCP(t, s.url, aliceToken, sid, callBody(8, "cancel_execution", map[string]any{"execution_id": execID, "force": true})) // no drain to wait for
 
 	// The 2024-11-05 transport: bob posts to alice's SSE session.
 	req, _ = http.NewRequest("GET", s.base()+"/sse", nil)
