@@ -144,6 +144,15 @@ func newSandboxCgroup(id string, l policy.Limits) (*sandboxCgroup, error) {
 		c.selfMove = true
 		for _, h := range v1Hierarchies(l) {
 			dir := filepath.Join(cgroupRoot, h, "srt-mcp", name)
+			if h == "cpu" {
+				// At the hierarchy's root, not under a shared parent: a
+				// sandbox weighs what one process of the host weighs. Under
+				// one parent of default weight, every sandbox together
+				// weighed one process, and 50 busy clients on the host
+				// starved 50 workspaces' interpreters (bench --load:
+				// 623 -> 494 calls/s; at the root 652).
+				dir = filepath.Join(cgroupRoot, h, name)
+			}
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				c.remove()
 				return nil, err
@@ -277,13 +286,14 @@ func warmCgroupMoves() {
 }
 
 // cgroupParents lists the directories srt-mcp makes its executions'
-// cgroups in (v2, and each v1 hierarchy), for the sweep.
+// cgroups in (v2, and each v1 hierarchy; v1's cpu ones at its root), for
+// the sweep.
 func cgroupParents() []string {
 	var out []string
-	for _, h := range []string{"", "pids", "memory", "cpu"} {
+	for _, h := range []string{"", "pids", "memory"} {
 		out = append(out, filepath.Join(cgroupRoot, h, "srt-mcp"))
 	}
-	return out
+	return append(out, filepath.Join(cgroupRoot, "cpu"))
 }
 
 // v1Hierarchies names the v1 hierarchies a sandbox with limits l gets a

@@ -222,7 +222,7 @@ func TestCgroupHoldsTheCPU(t *testing.T) {
 				t.Fatalf("limited=%v: output %q", limited, out)
 			}
 			for i, who := range []string{"the command", "its child"} {
-				if got := cpuCgroupOf(parts[i]); !strings.Contains(got, "/srt-mcp/srt-mcp-"+s.ID+"-") {
+				if got := cpuCgroupOf(parts[i]); !strings.HasPrefix(got, "/srt-mcp-"+s.ID+"-") {
 					t.Errorf("limited=%v: %s is in cpu cgroup %q, not the run's\n%s", limited, who, got, parts[i])
 				}
 			}
