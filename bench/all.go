@@ -140,7 +140,8 @@ func (s *suite) cold() error {
 
 // clientDir is where the MCP TypeScript SDK clients are (load.mjs and
 // node_modules): dir, else $SRT_MCP_CLIENTS, else integration/mcpclient;
-// or an error saying how to install them for mode.
+// or an error saying how to install them for mode. The directory returned
+// is absolute.
 func clientDir(dir, mode string) (string, error) {
 	if dir == "" {
 		dir = os.Getenv("SRT_MCP_CLIENTS")
@@ -151,5 +152,7 @@ func clientDir(dir, mode string) (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
 		return "", fail(fmt.Sprintf("bench %s drives the MCP TypeScript SDK from %s/node_modules: run make clients (npm ci in integration/mcpclient), or give --client-dir", mode, dir))
 	}
-	return dir, nil
+	// The clients run with dir as their working directory; a relative
+	// dir would name load.mjs under itself.
+	return filepath.Abs(dir)
 }

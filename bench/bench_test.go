@@ -310,6 +310,10 @@ func TestClientDir(t *testing.T) {
 	if got, err := clientDir("", "--load"); err != nil || got != dir {
 		t.Fatalf("from $SRT_MCP_CLIENTS: %q %v", got, err)
 	}
+	t.Chdir(filepath.Dir(dir))
+	if got, err := clientDir(filepath.Base(dir), "--load"); err != nil || got != dir {
+		t.Fatalf("relative: %q %v, want %q", got, err, dir)
+	}
 	empty := t.TempDir()
 	_, err := clientDir(empty, "--cold")
 	var ec interface{ ExitCode() int }
