@@ -170,6 +170,12 @@ func TestHostileKeysInitializeWithSessionHeader(t *testing.T) {
 				sid, minted, code, body)
 		}
 	}
+	// The method spelt with a JSON escape is the same initialize to mcp-go.
+	escaped := strings.Replace(initBody("alice-escaped"), `"initialize"`, `"\u0069nitialize"`, 1)
+	if code, hdr, body := rawMCP(t, s.url, aliceToken, sids[0], escaped); hdr.Get("Mcp-Session-Id") != "" {
+		t.Errorf("alice at her bound sent initialize spelt \\u0069nitialize with her session's id and was given session %s (%d %.120s)",
+			hdr.Get("Mcp-Session-Id"), code, body)
+	}
 	huge := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"` +
 		strings.Repeat("x", 1<<20) + `","version":"1"}}}`
 	if code, hdr, _ := rawMCP(t, s.url, bobToken, "made-up", huge); code < 400 || hdr.Get("Mcp-Session-Id") != "" {

@@ -79,6 +79,14 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	return body, true
 }
 
+// mayBeInitialize reports whether body could decode to an initialize: its
+// method's value is the bytes "initialize" or spelt with \u escapes (no
+// other JSON escape makes a letter). A session's tools/call, the hot path,
+// skips the parse.
+func mayBeInitialize(body []byte) bool {
+	return bytes.Contains(body, []byte("initialize")) || bytes.Contains(body, []byte(`\u`))
+}
+
 // admit checks an initialize (on /mcp or an SSE stream's /message) before
 // it makes a session: refused while the server drains, or past
 // maxInitParams; it takes a place among the caller's MCP sessions (nil
@@ -126,6 +134,10 @@ func (s *Server) mcpFilter(next, plain http.Handler) http.Handler {
 		}
 		body, ok := readBody(w, r)
 		if !ok {
+			return
+		}
+		if sid != "" && !mayBeInitialize(body) {
+			next.ServeHTTP(w, r) // a session's call: nothing here to admit
 			return
 		}
 		var msg rpcMessage
@@ -335,7 +347,7 @@ func (s *Server) SSEHandlers() (sse, message http.Handler) {
 		// An initialize on a stream: the stream holds its place already,
 		// but what it may keep of the client is bounded the same way.
 		var msg rpcMessage
-		if json.Unmarshal(body, &msg) == nil && msg.Method == "initialize" {
+		if mayBeInitialize(body) && json.Unmarshal(body, &msg) == nil && msg.Method == "initialize" {
 			if _, ok := s.admit(w, r, body, msg.Params, false); !ok {
 				return
 			}
