@@ -80,7 +80,7 @@ func TestSettingsFileReload(t *testing.T) {
 		}
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	_ = s.cmd.Wait()
+	_ = s.wait()
 	logs := s.logs.String()
 	for _, want := range []string{"settings file reloaded", "settings file refused", "is not one JSON object", `unknown key \"allow-domian\"`} {
 		if !strings.Contains(logs, want) {

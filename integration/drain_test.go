@@ -83,7 +83,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	}
 	// Then the server stops by itself, cleanly.
 	done := make(chan error, 1)
-	go func() { done <- s.cmd.Wait() }()
+	go func() { done <- s.wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -114,7 +114,7 @@ func TestDrainTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- s.cmd.Wait() }()
+	go func() { done <- s.wait() }()
 	select {
 	case <-done:
 		if d := time.Since(sent); d < time.Second {

@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"regexp"
@@ -94,14 +93,7 @@ func TestHostileIdleConnections(t *testing.T) {
 // is refused (each such session used to hold its megabyte).
 func TestHostileMCPSessionBounds(t *testing.T) {
 	s := startTenants(t, "--max-mcp-sessions-per-caller", "3")
-	var sids []string
-	for i := 0; i < 3; i++ {
-		code, hdr, body := rawMCP(t, s.url, aliceToken, "", initBody(fmt.Sprint("alice-", i)))
-		if code != 200 || hdr.Get("Mcp-Session-Id") == "" {
-			t.Fatalf("alice's session %d: %d %s", i, code, body)
-		}
-		sids = append(sids, hdr.Get("Mcp-Session-Id"))
-	}
+	sids := aliceSessions(t, s, 3)
 	code, hdr, body := rawMCP(t, s.url, aliceToken, "", initBody("alice-3"))
 	if code < 400 || hdr.Get("Mcp-Session-Id") != "" || !strings.Contains(body, "max-mcp-sessions-per-caller") {
 		t.Errorf("alice's 4th MCP session: %d %q (want a refusal naming --max-mcp-sessions-per-caller)", code, body)
@@ -149,30 +141,15 @@ func TestHostileBrowserRequests(t *testing.T) {
 		{"POST", "/mcp", initBody("page")},
 		{"GET", "/metrics", ""},
 	} {
-		req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
-		req.Header.Set("Sec-Fetch-Site", "cross-site")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden {
-			t.Errorf("cross-site %s %s: %d %q (want 403)", tc.method, tc.path, resp.StatusCode, firstLine(string(b)))
+		code, b := request(t, tc.method, base+tc.path, tc.body, map[string]string{
+			"Sec-Fetch-Site": "cross-site", "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+		if code != http.StatusForbidden {
+			t.Errorf("cross-site %s %s: %d %q (want 403)", tc.method, tc.path, code, firstLine(b))
 		}
 	}
 	for _, site := range []string{"same-origin", "none"} {
-		req, _ := http.NewRequest("GET", base+"/playground/api/runtimes", nil)
-		req.Header.Set("Sec-Fetch-Site", site)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Errorf("Sec-Fetch-Site %s: %d", site, resp.StatusCode)
+		if code, _ := request(t, "GET", base+"/playground/api/runtimes", "", map[string]string{"Sec-Fetch-Site": site}); code != 200 {
+			t.Errorf("Sec-Fetch-Site %s: %d", site, code)
 		}
 	}
 }

@@ -361,7 +361,7 @@ func TestHostileDockerKilledServer(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 			}
 			_ = d.cmd.Process.Signal(syscall.SIGKILL)
-			_ = d.cmd.Wait()
+			_ = d.wait()
 			start := time.Now()
 			s2 := startServe(t, append([]string{"--state-dir", state}, args...)...)
 			if took := time.Since(start); took > 5*time.Second {

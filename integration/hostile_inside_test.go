@@ -420,44 +420,12 @@ func TestHostileInsideStateDirOfAnotherUser(t *testing.T) {
 	const planted = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	asNobody(fmt.Sprintf("cd %s && printf %s > file-secret && mkdir -m 777 workspaces", state, planted))
 
-	port := freePort(t)
-	home := reachableTempDir(t)
-	cmd := exec.Command(nwBin(t), "serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--backend", "native",
-		"--state-dir", state, "--warm-pool", "0")
-	cmd.Env = append(os.Environ(), "HOME="+home)
-	logs := &logBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	srv, err := startServeMayRefuse(t, "--backend", "native", "--state-dir", state)
+	if err != nil {
+		t.Logf("the server refused the state directory: %v", err)
+		return
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	})
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Logf("the server refused the state directory: %v %s", err, logs.String())
-			return
-		default:
-		}
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server neither up nor gone: %s", logs.String())
-		}
-	}
-	d := &dataServer{mcpServer: &mcpServer{url: base + "/mcp", cmd: cmd, logs: logs}, t: t, state: state}
+	d := &dataServer{mcpServer: srv, t: t, state: state}
 	d.c = connect(t, d.url)
 	sid := d.upload("", "a.txt", "hello")
 	v := d.wantErrorless("list_artifacts", map[string]any{"session_id": sid})
@@ -647,42 +615,12 @@ func TestHostileInsideSettingsDirOfAnotherUser(t *testing.T) {
 	if err := os.Chown(dir, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
-	cmd := exec.Command(nwBin(t), "serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--backend", "native",
-		"--state-dir", filepath.Join(reachableTempDir(t), "state"), "--warm-pool", "0", "--config", string(cfg))
-	cmd.Env = append(os.Environ(), "HOME="+reachableTempDir(t))
-	logs := &logBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	s, err := startServeMayRefuse(t, "--backend", "native", "--config", string(cfg))
+	if err != nil {
+		t.Logf("the server refused a settings file in another user's directory: %v", err)
+		return
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	})
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		select {
-		case err := <-exited:
-			t.Logf("the server refused a settings file in another user's directory: %v %s", err, logs.String())
-			return
-		default:
-		}
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server neither up nor gone: %s", logs.String())
-		}
-	}
-	s := &mcpServer{url: base + "/mcp", cmd: cmd, logs: logs}
+	logs := s.logs
 	c := connect(t, s.url)
 	read := fmt.Sprintf("try:\n    print(open(%q).read())\nexcept OSError as e:\n    print('DENIED', type(e).__name__)", secret)
 	if v, _ := callTool(t, c, "run_python", map[string]any{"code": read}); strings.Contains(fmt.Sprint(v["stdout"]), "host secret") {

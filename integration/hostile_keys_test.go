@@ -152,14 +152,7 @@ func hkRaw(s string) []string {
 // way: each such session keeps megabytes of clientInfo until --session-ttl.
 func TestHostileKeysInitializeWithSessionHeader(t *testing.T) {
 	s := startTenants(t, "--max-mcp-sessions-per-caller", "3")
-	var sids []string
-	for i := 0; i < 3; i++ {
-		code, hdr, body := rawMCP(t, s.url, aliceToken, "", initBody(fmt.Sprint("alice-", i)))
-		if code != 200 || hdr.Get("Mcp-Session-Id") == "" {
-			t.Fatalf("alice's session %d: %d %s", i, code, body)
-		}
-		sids = append(sids, hdr.Get("Mcp-Session-Id"))
-	}
+	sids := aliceSessions(t, s, 3)
 	if code, hdr, _ := rawMCP(t, s.url, aliceToken, "", initBody("alice-3")); code < 400 || hdr.Get("Mcp-Session-Id") != "" {
 		t.Fatalf("alice's 4th initialize was not refused (%d): the bound this test attacks is not in force", code)
 	}
@@ -311,14 +304,14 @@ func TestHostileKeysSSEClientInfo(t *testing.T) {
 	}
 }
 
-// hkLCUpload uploads one small file to the LibreChat Code API with hdr;
-// the status and body (-1 and the error when there was no reply). Safe in
-// a goroutine.
-func hkLCUpload(lc string, hdr map[string]string, name string) (int, string) {
+// lcUploadOne uploads one file to the LibreChat Code API with hdr; the
+// status and body (-1 and the error when there was no reply). Safe in a
+// goroutine.
+func lcUploadOne(lc string, hdr map[string]string, name, content string) (int, string) {
 	var mp bytes.Buffer
 	mw := multipart.NewWriter(&mp)
 	fw, _ := mw.CreateFormFile("file", name)
-	_, _ = fw.Write([]byte("data of " + name))
+	_, _ = fw.Write([]byte(content))
 	mw.Close()
 	req, _ := http.NewRequest("POST", lc+"/upload", &mp)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
@@ -354,7 +347,7 @@ func TestHostileKeysLibreChatStoredSessionsShare(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			for i := 0; i < 130; i++ {
-				code, body := hkLCUpload(lc, u1, fmt.Sprintf("f-%d-%d.txt", w, i))
+				code, body := lcUploadOne(lc, u1, fmt.Sprintf("f-%d-%d.txt", w, i), "data")
 				mu.Lock()
 				if code == 200 {
 					stored++
@@ -371,7 +364,7 @@ func TestHostileKeysLibreChatStoredSessionsShare(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("user-1 stored %d sessions, then: %s", stored, refusal)
-	if code, body := hkLCUpload(lc, u2, "u2.txt"); code != 200 {
+	if code, body := lcUploadOne(lc, u2, "u2.txt", "data"); code != 200 {
 		t.Errorf("user-2's first upload after user-1 stored %d sessions: %d %s (one LibreChat user took every stored session)", stored, code, strings.TrimSpace(body))
 	}
 }
@@ -542,17 +535,7 @@ func TestHostileKeysSignedURLTricks(t *testing.T) {
 // session's id second in /message's query: bob reaches nothing of hers.
 func TestHostileKeysSessionIDSpellings(t *testing.T) {
 	s := startTenants(t)
-	code, hdr, body := rawMCP(t, s.url, aliceToken, "", initBody("alice"))
-	sid := hdr.Get("Mcp-Session-Id")
-	if code != 200 || sid == "" {
-		t.Fatalf("alice's initialize: %d %s", code, body)
-	}
-	rawMCP(t, s.url, aliceToken, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	_, _, body = rawMCP(t, s.url, aliceToken, sid, callBody(2, "execute_code_async", map[string]any{"command": "sleep 30"}))
-	execID := between(body, `"execution_id":"`, `"`)
-	if execID == "" {
-		t.Fatalf("alice's execute_code_async: %s", body)
-	}
+	sid, execID := aliceSleeping(t, s)
 	defer rawMCP(t, s.url, aliceToken, sid, callBody(9, "cancel_execution", map[string]any{"execution_id": execID, "force": true}))
 	uuidPart := strings.TrimPrefix(sid, "mcp-session-")
 	for _, other := range []string{

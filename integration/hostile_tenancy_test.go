@@ -126,6 +126,62 @@ func rawMCP(t *testing.T, endpoint, token, sid, body string) (int, http.Header, 
 	return resp.StatusCode, resp.Header, string(b)
 }
 
+// aliceSessions opens n MCP sessions as alice (clients alice-0...): their ids.
+func aliceSessions(t *testing.T, s *tenants, n int) []string {
+	t.Helper()
+	var sids []string
+	for i := 0; i < n; i++ {
+		code, hdr, body := rawMCP(t, s.url, aliceToken, "", initBody(fmt.Sprint("alice-", i)))
+		if code != 200 || hdr.Get("Mcp-Session-Id") == "" {
+			t.Fatalf("alice's session %d: %d %s", i, code, body)
+		}
+		sids = append(sids, hdr.Get("Mcp-Session-Id"))
+	}
+	return sids
+}
+
+// aliceSleeping opens an MCP session as alice and starts a 30 s sleep in
+// it: her session's id and the execution's.
+func aliceSleeping(t *testing.T, s *tenants) (sid, execID string) {
+	t.Helper()
+	code, hdr, body := rawMCP(t, s.url, aliceToken, "", initBody("alice"))
+	sid = hdr.Get("Mcp-Session-Id")
+	if code != 200 || sid == "" {
+		t.Fatalf("alice's initialize: %d %s", code, body)
+	}
+	rawMCP(t, s.url, aliceToken, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	_, _, body = rawMCP(t, s.url, aliceToken, sid, callBody(2, "execute_code_async", map[string]any{"command": "sleep 30"}))
+	execID = between(body, `"execution_id":"`, `"`)
+	if execID == "" {
+		t.Fatalf("alice's execute_code_async: %s", body)
+	}
+	return sid, execID
+}
+
+// request sends method url with body and the headers hdr (a "Host" entry
+// sets the request's Host); the status and the body.
+func request(t *testing.T, method, url, body string, hdr map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 func initBody(name string) string {
 	return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"` + name + `","version":"1"}}}`
 }
@@ -221,17 +277,7 @@ func TestHostileTenancyPlaygroundConversations(t *testing.T) {
 // it.
 func TestHostileTenancyMCPSessions(t *testing.T) {
 	s := startTenants(t)
-	code, hdr, body := rawMCP(t, s.url, aliceToken, "", initBody("alice"))
-	sid := hdr.Get("Mcp-Session-Id")
-	if code != 200 || sid == "" {
-		t.Fatalf("alice's initialize: %d %s", code, body)
-	}
-	rawMCP(t, s.url, aliceToken, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	_, _, body = rawMCP(t, s.url, aliceToken, sid, callBody(2, "execute_code_async", map[string]any{"command": "sleep 30"}))
-	execID := between(body, `"execution_id":"`, `"`)
-	if execID == "" {
-		t.Fatalf("alice's execute_code_async: %s", body)
-	}
+	sid, execID := aliceSleeping(t, s)
 	for _, tc := range []struct{ name, body string }{
 		{"list_executions", callBody(3, "list_executions", map[string]any{})},
 		{"cancel_execution", callBody(4, "cancel_execution", map[string]any{"execution_id": execID, "force": true})},
@@ -252,7 +298,7 @@ func TestHostileTenancyMCPSessions(t *testing.T) {
 			t.Errorf("bob's DELETE of alice's session: %d (want 404)", resp.StatusCode)
 		}
 	}
-	_, _, body = rawMCP(t, s.url, aliceToken, sid, callBody(6, "get_execution_status", map[string]any{"execution_id": execID}))
+	_, _, body := rawMCP(t, s.url, aliceToken, sid, callBody(6, "get_execution_status", map[string]any{"execution_id": execID}))
 	if !strings.Contains(body, `"status":"running"`) {
 		t.Errorf("alice's execution after bob's attempts: %.300s", body)
 	}
@@ -342,45 +388,20 @@ func TestHostileTenancyLibreChatStorage(t *testing.T) {
 	s := startTenants(t, "--librechat-api-key", lcKey, "--librechat-jwt-public-key", pemFile)
 	lc := s.base() + "/v1/librechat"
 	upload := func(hdr map[string]string, name, content string) (string, string) {
-		var mp bytes.Buffer
-		mw := multipart.NewWriter(&mp)
-		fw, _ := mw.CreateFormFile("file", name)
-		_, _ = fw.Write([]byte(content))
-		mw.Close()
-		req, _ := http.NewRequest("POST", lc+"/upload", &mp)
-		req.Header.Set("Content-Type", mw.FormDataContentType())
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
+		code, b := lcUploadOne(lc, hdr, name, content)
 		var v struct {
 			SessionID string `json:"session_id"`
 			Files     []struct {
 				FileID string `json:"fileId"`
 			} `json:"files"`
 		}
-		b, _ := io.ReadAll(resp.Body)
-		if json.Unmarshal(b, &v) != nil || v.SessionID == "" || len(v.Files) != 1 {
-			t.Fatalf("librechat upload: %d %s", resp.StatusCode, b)
+		if json.Unmarshal([]byte(b), &v) != nil || v.SessionID == "" || len(v.Files) != 1 {
+			t.Fatalf("librechat upload: %d %s", code, b)
 		}
 		return v.SessionID, v.Files[0].FileID
 	}
 	get := func(u string, hdr map[string]string) (int, string) {
-		req, _ := http.NewRequest("GET", u, nil)
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return request(t, "GET", u, "", hdr)
 	}
 	apiKey := map[string]string{"X-API-Key": lcKey}
 	sid, fid := upload(apiKey, "lc-secret.txt", "librechat's data")

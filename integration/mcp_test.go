@@ -48,9 +48,17 @@ func mcpClients(t *testing.T) string {
 }
 
 type mcpServer struct {
-	url  string
-	cmd  *exec.Cmd
-	logs *logBuffer
+	url    string
+	cmd    *exec.Cmd
+	logs   *logBuffer
+	exited chan error // cmd.Wait's result, put back by whoever reads it
+}
+
+// wait waits for the server to exit and returns how it did.
+func (s *mcpServer) wait() error {
+	err := <-s.exited
+	s.exited <- err
+	return err
 }
 
 func freePort(t *testing.T) int {
@@ -64,6 +72,18 @@ func freePort(t *testing.T) int {
 
 // startServe runs srt-mcp serve on a free loopback port until the test ends.
 func startServe(t *testing.T, extra ...string) *mcpServer {
+	t.Helper()
+	s, err := startServeMayRefuse(t, extra...)
+	if err != nil {
+		t.Fatalf("server did not come up: %v", err)
+	}
+	return s
+}
+
+// startServeMayRefuse is startServe for a server that may refuse what it
+// is given: an error (its exit and its logs) if it exits before it
+// answers /healthz; a server that does neither within 15 s fails the test.
+func startServeMayRefuse(t *testing.T, extra ...string) (*mcpServer, error) {
 	t.Helper()
 	port := freePort(t)
 	home := reachableTempDir(t)
@@ -81,30 +101,32 @@ func startServe(t *testing.T, extra ...string) *mcpServer {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &mcpServer{url: fmt.Sprintf("http://127.0.0.1:%d/mcp", port), cmd: cmd, logs: logs}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case err := <-exited:
+			exited <- err
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
-		if err == nil {
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		select {
+		case err := <-exited:
+			exited <- err
+			return nil, fmt.Errorf("exited: %v %s", err, logs.String())
+		default:
+		}
+		if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port)); err == nil {
 			resp.Body.Close()
-			break
+			return &mcpServer{url: fmt.Sprintf("http://127.0.0.1:%d/mcp", port), cmd: cmd, logs: logs, exited: exited}, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("server did not come up: %s", logs.String())
+			t.Fatalf("server neither up nor gone after 15 s: %s", logs.String())
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	return s
 }
 
 // runClient runs client.mjs and returns its checks by name.
