@@ -702,6 +702,13 @@ func (m *Manager) Running() int {
 	return m.total
 }
 
+// RunningOf is how many of owner's executions are not done.
+func (m *Manager) RunningOf(owner string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.running[owner]
+}
+
 func (m *Manager) sweepLoop() {
 	t := time.NewTicker(10 * time.Second)
 	defer t.Stop()

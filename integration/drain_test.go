@@ -128,6 +128,22 @@ func TestDrainTimeout(t *testing.T) {
 	}
 }
 
+// An idle server stops at once on SIGTERM: nothing of a caller's is
+// running, so nothing is waited for, and the server's own background work
+// (the data sessions' cache template, built at start-up) is cancelled, not
+// waited for. Restarts and scale-downs wait on this.
+func TestDrainIdleServerStopsAtOnce(t *testing.T) {
+	s := startServe(t, "--backend", "native", "--drain-timeout", "20s")
+	sent := time.Now()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.wait()
+	if d := time.Since(sent); d > 800*time.Millisecond {
+		t.Errorf("an idle server took %v to stop after SIGTERM\n%s", d, s.logs.String())
+	}
+}
+
 // waitRunning waits until the server's /healthz counts n running executions.
 func waitRunning(t *testing.T, base string, n int) {
 	t.Helper()

@@ -409,7 +409,8 @@ func maxConnections() int {
 // (/readyz answers 503, initialize and new sessions get server_draining),
 // running executions get up to timeout to finish while their sessions
 // keep being served, and a second later (for the last results to be
-// fetched) the context ends. A second signal ends it at once.
+// fetched; at once when none was running) the context ends. The server's
+// own background work is cancelled. A second signal ends it at once.
 func drainOnSignal(parent context.Context, logger *slog.Logger, svc *service.Service, timeout time.Duration) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(parent)
 	sigs := make(chan os.Signal, 2)
@@ -422,8 +423,10 @@ func drainOnSignal(parent context.Context, logger *slog.Logger, svc *service.Ser
 			return
 		}
 		svc.Sessions().Drain()
+		svc.StopBackground()
 		mgr := svc.Manager()
-		logger.Info("draining: no new sessions; waiting for running executions", "running", mgr.Running(), "drain_timeout", timeout.String())
+		running := svc.CallersRunning()
+		logger.Info("draining: no new sessions; waiting for running executions", "running", running, "drain_timeout", timeout.String())
 		deadline := time.NewTimer(timeout)
 		defer deadline.Stop()
 		tick := time.NewTicker(50 * time.Millisecond)
@@ -440,6 +443,9 @@ func drainOnSignal(parent context.Context, logger *slog.Logger, svc *service.Ser
 			}
 		}
 		logger.Info("drained: every execution finished")
+		if running == 0 {
+			return // no result a drain let finish waits to be fetched
+		}
 		select {
 		case <-sigs:
 		case <-deadline.C:

@@ -176,11 +176,27 @@ func New(cfg Config, mgr *executions.Manager) *Service {
 	return s
 }
 
+// serverOwner owns the executions the server starts for itself.
+const serverOwner = "server"
+
+// CallersRunning is how many executions callers started are not done
+// (the server's own work aside).
+func (s *Service) CallersRunning() int {
+	return s.mgr.Running() - s.mgr.RunningOf(serverOwner)
+}
+
+// StopBackground cancels the work the server does for itself (the cache
+// template's build): a drain waits for callers' executions, not for an
+// optimisation nobody will use after it.
+func (s *Service) StopBackground() {
+	s.once.Do(func() { close(s.closed) })
+}
+
 // Shutdown stops the warm pool and closes the sessions waiting in it,
 // and stops the cache template's build; the registry's Shutdown closes the
 // rest.
 func (s *Service) Shutdown() {
-	s.once.Do(func() { close(s.closed) })
+	s.StopBackground()
 	s.pool.close()
 	done := make(chan struct{})
 	go func() {
@@ -385,7 +401,7 @@ func (s *Service) buildCacheTemplate() {
 		Stdin:   runner.StdinNull,
 		Hide:    s.cfg.Hide,
 	}
-	e, err := s.mgr.StartWith(executions.Owner{Key: "server"}, "cache-template", spec, func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+	e, err := s.mgr.StartWith(executions.Owner{Key: serverOwner}, "cache-template", spec, func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
 		return s.backend.Start(&box, spec, sink)
 	})
 	if err != nil {
