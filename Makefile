@@ -149,7 +149,7 @@ integration:
 		echo "== $$s as $$(id -un)"; \
 		( cd $(ITEST_DIR) && env $(ITEST_ENV) SRT_MCP_ARTIFACTS=$(ITEST_DIR)/artifacts SRT_MCP_BIN=$(ITEST_DIR)/srt-mcp SRT_MCP_CLIENTS=$(ITEST_DIR)/mcpclient SRT_MCP_REQUIRE_CLIENTS=1 \
 			HOME=$(ITEST_DIR)/home-root TMPDIR=$(ITEST_DIR)/home-root \
-			./$$s.test -test.count=1 -test.timeout=15m -test.v -test.skip '^TestGolden' $(ITEST_ARGS) ) > $(ITEST_DIR)/$$s-root.log 2>&1; rc=$$?; \
+			./$$s.test -test.count=1 -test.timeout=20m -test.parallel=4 -test.v -test.skip '^TestGolden' $(ITEST_ARGS) ) > $(ITEST_DIR)/$$s-root.log 2>&1; rc=$$?; \
 		grep -E '^(--- |FAIL|ok|PASS|panic)' $(ITEST_DIR)/$$s-root.log | grep -v '^--- PASS' ; \
 		if [ $$rc -ne 0 ]; then tail -50 $(ITEST_DIR)/$$s-root.log; exit $$rc; fi; \
 		if [ "$$(id -u)" = 0 ]; then \
@@ -157,7 +157,7 @@ integration:
 			( cd $(ITEST_DIR) && setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH=/usr/local/bin:/usr/bin:/bin \
 				HOME=$(ITEST_DIR)/home-nobody TMPDIR=$(ITEST_DIR)/home-nobody SRT_MCP_BIN=$(ITEST_DIR)/srt-mcp SRT_MCP_ARTIFACTS=$(ITEST_DIR)/artifacts \
 				SRT_MCP_CLIENTS=$(ITEST_DIR)/mcpclient SRT_MCP_REQUIRE_CLIENTS=1 \
-				./$$s.test -test.count=1 -test.timeout=15m -test.v -test.skip '^TestGolden' $(ITEST_ARGS) ) > $(ITEST_DIR)/$$s-nobody.log 2>&1; rc=$$?; \
+				./$$s.test -test.count=1 -test.timeout=20m -test.parallel=4 -test.v -test.skip '^TestGolden' $(ITEST_ARGS) ) > $(ITEST_DIR)/$$s-nobody.log 2>&1; rc=$$?; \
 			grep -E '^(--- |FAIL|ok|PASS|panic)' $(ITEST_DIR)/$$s-nobody.log | grep -v '^--- PASS' ; \
 			if [ $$rc -ne 0 ]; then tail -50 $(ITEST_DIR)/$$s-nobody.log; exit $$rc; fi; \
 		fi; \

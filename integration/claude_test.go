@@ -145,6 +145,7 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // protocolLog records the protocol versions and handles of the MCP
 // requests Claude Code sends.
 func TestClaudeAgentSDKThreadsHandles(t *testing.T) {
+	parallel(t)
 	dir := mcpClients(t)
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@anthropic-ai", "claude-agent-sdk")); err != nil {
 		if os.Getenv("SRT_MCP_REQUIRE_CLIENTS") == "1" {

@@ -17,6 +17,7 @@ import (
 // applies to the next execution without a restart; a broken file is logged
 // and refused, and the settings in force stay.
 func TestSettingsFileReload(t *testing.T) {
+	parallel(t)
 	nwRequire(t, "curl")
 	srv := nwStart(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello-from-host") }), false)
 	dir := reachableTempDir(t)
@@ -92,6 +93,7 @@ func TestSettingsFileReload(t *testing.T) {
 // A settings file that is wrong at start-up stops serve with a usage error
 // naming the problem.
 func TestSettingsFileInvalidAtStart(t *testing.T) {
+	parallel(t)
 	dir := reachableTempDir(t)
 	path := filepath.Join(dir, "bad.json")
 	if err := os.WriteFile(path, []byte(`{"max-timeout": 60, "prot": 1}`), 0o644); err != nil {
@@ -107,6 +109,7 @@ func TestSettingsFileInvalidAtStart(t *testing.T) {
 // write is refused: whoever can edit it could widen the ceiling, and the
 // server reloads it by itself.
 func TestSettingsFileOthersMayWrite(t *testing.T) {
+	parallel(t)
 	dir := reachableTempDir(t)
 	for _, flag := range []string{"--config", "--settings"} {
 		path := filepath.Join(dir, "open"+flag+".json")

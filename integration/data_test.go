@@ -229,7 +229,10 @@ func httpGet(t *testing.T, url string) (int, http.Header, []byte) {
 // unmodified MCP TypeScript SDK: CSV -> pandas -> an error, its traceback
 // and the fix -> two seaborn charts -> a reportlab PDF -> read_artifact ->
 // every download_url fetched over HTTP.
-func TestDataMarketingExample(t *testing.T) { forEachBackend(t, testDataMarketingExample) }
+func TestDataMarketingExample(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, testDataMarketingExample)
+}
 
 func testDataMarketingExample(t *testing.T, backend []string) {
 	dir := mcpClients(t)
@@ -262,7 +265,10 @@ func testDataMarketingExample(t *testing.T, backend []string) {
 }
 
 // TestDataErrorCodes covers every error code and limit of seed 000 §2/§5.
-func TestDataErrorCodes(t *testing.T) { forEachBackend(t, testDataErrorCodes) }
+func TestDataErrorCodes(t *testing.T) {
+	// Serial: its runs time out after 2-3 s, a bound other tests' load would reach.
+	forEachBackend(t, testDataErrorCodes)
+}
 
 func testDataErrorCodes(t *testing.T, backend []string) {
 	d := startData(t, backend, "--max-sessions", "2", "--exec-timeout-seconds", "2", "--max-output-bytes", "1000",
@@ -295,7 +301,7 @@ func testDataErrorCodes(t *testing.T, backend []string) {
 	// Output truncation, a failed run (no artifacts), and the artifact diff.
 	r := d.python(sid, "print('x' * 5000)\nimport sys; sys.stderr.write('e' * 50)")
 	if r["stdout_truncated"] != true || r["stderr_truncated"] != false || len(r["stdout"].(string)) > 1000 || r["exit_code"].(float64) != 0 {
-		t.Fatalf("truncation: %v %v %d", r["stdout_truncated"], r["stderr_truncated"], len(r["stdout"].(string)))
+		t.Fatalf("truncation: %v %v %d (%v)", r["stdout_truncated"], r["stderr_truncated"], len(r["stdout"].(string)), r)
 	}
 	r = d.python(sid, "open('/mnt/data/fail.txt', 'w').write('x')\nraise SystemExit(3)")
 	if r["exit_code"].(float64) != 3 || len(artifactNames(r)) != 0 {
@@ -382,7 +388,10 @@ func testDataErrorCodes(t *testing.T, backend []string) {
 
 // TestDataDownloads: signed, expiring URLs; 403 for a bad or expired
 // signature, 404 for a missing file, headers for the browser.
-func TestDataDownloads(t *testing.T) { forEachBackend(t, testDataDownloads) }
+func TestDataDownloads(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, testDataDownloads)
+}
 
 func testDataDownloads(t *testing.T, backend []string) {
 	d := startData(t, backend)
@@ -437,6 +446,7 @@ func testDataDownloads(t *testing.T, backend []string) {
 // the state directory: not by path, not through a planted symlink, not
 // through /proc; and a data session has no network.
 func TestDataIsolation(t *testing.T) {
+	parallel(t)
 	// The state directory lies inside a directory the operator lets
 	// sandboxes read: it must stay hidden all the same.
 	visible := reachableTempDir(t)
@@ -566,6 +576,7 @@ print("FOUND", found)
 // TestDataExecuteCodeSharesTheSession: execute_code with a session_id works
 // in the same /mnt/data as run_python.
 func TestDataExecuteCodeSharesTheSession(t *testing.T) {
+	parallel(t)
 	forEachBackend(t, testDataExecuteCodeSharesTheSession)
 }
 
@@ -589,7 +600,10 @@ func testDataExecuteCodeSharesTheSession(t *testing.T, backend []string) {
 // TestDataTTLAndRestart: idle sessions expire; a server killed with -9
 // leaves workspaces that the next server on the same state dir removes,
 // and no sandbox process survives.
-func TestDataTTLAndRestart(t *testing.T) { forEachBackend(t, testDataTTLAndRestart) }
+func TestDataTTLAndRestart(t *testing.T) {
+	// Serial: its session's TTL is 1.2 s, a pause other tests' load could make.
+	forEachBackend(t, testDataTTLAndRestart)
+}
 
 func testDataTTLAndRestart(t *testing.T, backend []string) {
 	d := startData(t, backend, "--data-session-ttl-minutes", "0.02") // 1.2 s
@@ -689,7 +703,10 @@ func testDataTTLAndRestart(t *testing.T, backend []string) {
 }
 
 // TestDataMissingPython: a clear error naming what to install.
-func TestDataMissingPython(t *testing.T) { forEachBackend(t, testDataMissingPython) }
+func TestDataMissingPython(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, testDataMissingPython)
+}
 
 func testDataMissingPython(t *testing.T, backend []string) {
 	d := startData(t, backend, "--python", "/nonexistent/python3")
@@ -710,6 +727,7 @@ func testDataMissingPython(t *testing.T, backend []string) {
 // kills the run's whole process tree, and the container removed with its
 // session.
 func TestDataDockerContainer(t *testing.T) {
+	// Serial: its runs time out after 2-3 s, a bound other tests' load would reach.
 	args, ok := dataBackends(t)["docker"]
 	if !ok {
 		t.Skip("the Docker backend is not available here")
@@ -797,6 +815,7 @@ print("UID", os.getuid())
 // reached only through srt-mcp's proxy, whose ports live in the container's
 // own (loopback-only) network namespace; anything else stays unreachable.
 func TestDataDockerNetworkThroughProxy(t *testing.T) {
+	parallel(t)
 	args, ok := dataBackends(t)["docker"]
 	if !ok {
 		t.Skip("the Docker backend is not available here")
@@ -837,6 +856,7 @@ except OSError:
 
 // TestDataDockerErrors: each failure of the engine says what to do.
 func TestDataDockerErrors(t *testing.T) {
+	parallel(t)
 	args, ok := dataBackends(t)["docker"]
 	if !ok {
 		t.Skip("the Docker backend is not available here")
@@ -878,7 +898,10 @@ func TestDataDockerErrors(t *testing.T) {
 
 // TestDataInteractiveInSession: stdin on a pipe and on a PTY, answered with
 // send_stdin, in a session's sandbox, on each backend.
-func TestDataInteractiveInSession(t *testing.T) { forEachBackend(t, testDataInteractiveInSession) }
+func TestDataInteractiveInSession(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, testDataInteractiveInSession)
+}
 
 func testDataInteractiveInSession(t *testing.T, backend []string) {
 	d := startData(t, backend)

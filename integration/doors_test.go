@@ -323,7 +323,10 @@ func playgroundRun(ctx context.Context, t *testing.T, base, conv, code string) d
 	return r
 }
 
-func TestDoors(t *testing.T) { forEachBackend(t, testDoors) }
+func TestDoors(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, testDoors)
+}
 
 func testDoors(t *testing.T, backend []string) {
 	d := startData(t, backend, "--librechat-api-key", doorLCKey, "--librechat-rate-scale", "10", "--workspace-quota", "6M", "--max-output-bytes", "4096",

@@ -52,6 +52,7 @@ func closedByServer(c net.Conn, wait time.Duration) bool {
 // address holds at most --max-connections-per-address: the rest are closed
 // at once, while other addresses are served as before.
 func TestHostileIdleConnections(t *testing.T) {
+	parallel(t)
 	s := startServe(t, "--http-idle-timeout", "2s", "--max-connections-per-address", "20")
 	addr := strings.TrimSuffix(strings.TrimPrefix(s.url, "http://"), "/mcp")
 	// A keep-alive connection that made one request, then idles.
@@ -92,6 +93,7 @@ func TestHostileIdleConnections(t *testing.T) {
 // closed session frees its place, and an initialize with a 1 MiB clientInfo
 // is refused (each such session used to hold its megabyte).
 func TestHostileMCPSessionBounds(t *testing.T) {
+	parallel(t)
 	s := startTenants(t, "--max-mcp-sessions-per-caller", "3")
 	sids := aliceSessions(t, s, 3)
 	code, hdr, body := rawMCP(t, s.url, aliceToken, "", initBody("alice-3"))
@@ -125,6 +127,7 @@ func TestHostileMCPSessionBounds(t *testing.T) {
 // cross-site request (Sec-Fetch-Site) is refused on every route but the
 // signed downloads, which are links meant to be followed from anywhere.
 func TestHostileBrowserRequests(t *testing.T) {
+	parallel(t)
 	s := startServe(t, "--backend", "native")
 	base := strings.TrimSuffix(s.url, "/mcp")
 	for i := 0; i < 15; i++ {
@@ -169,6 +172,7 @@ func healthzSessions(t *testing.T, base string) int {
 // With API keys, /metrics answers only them (and --metrics-token), and a
 // refused request's connection is closed (a refused caller holds nothing).
 func TestHostileMetricsAndRefusals(t *testing.T) {
+	parallel(t)
 	s := startTenants(t)
 	base := s.base()
 	if code, _, _ := httpGet(t, base+"/metrics"); code != http.StatusUnauthorized {
@@ -205,6 +209,7 @@ func TestHostileMetricsAndRefusals(t *testing.T) {
 // run (it grew to the sum of every running execution's cap): output past
 // the budget is dropped and the execution says its events were cut.
 func TestHostileRetainedOutputBudget(t *testing.T) {
+	parallel(t)
 	s := startServe(t, "--backend", "native", "--retained-output", "1M", "--max-output", "4M")
 	cs := goSDK(t, s.url, "")
 	var ids []string
@@ -250,6 +255,7 @@ func TestHostileRetainedOutputBudget(t *testing.T) {
 // With API keys, no key takes every execution slot: with --max-concurrent
 // 4 alice runs at most her share (half), and bob still starts his.
 func TestHostilePrincipalShares(t *testing.T) {
+	parallel(t)
 	s := startTenants(t, "--max-concurrent", "4")
 	alice, bob := keyClient(t, s.url, aliceToken), keyClient(t, s.url, bobToken)
 	started, refused := 0, ""

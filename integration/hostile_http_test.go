@@ -35,6 +35,7 @@ func doorRoutes(base string) []struct{ method, url, body string } {
 // and a Host that is not the server's (a rebinding page): the playground
 // and --librechat-no-auth routes used to take both and run code.
 func TestHostileForeignOriginAndHost(t *testing.T) {
+	parallel(t)
 	s := startData(t, []string{"--backend", "native"}, "--librechat-no-auth")
 	base := s.base()
 	port := base[strings.LastIndex(base, ":")+1:]
@@ -74,6 +75,7 @@ func firstLine(s string) string {
 // in its own session, never see a 429 (they used to share one bucket of
 // 50 requests per second).
 func TestHostileRateLimitPerCaller(t *testing.T) {
+	parallel(t)
 	s := startServe(t)
 	var wg sync.WaitGroup
 	var mu sync.Mutex

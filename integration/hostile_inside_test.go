@@ -89,6 +89,7 @@ func shownRaw(s string) []string {
 // passed raw, and such names even got download URLs (they count as
 // "fetchable").
 func TestHostileInsideInvisibleNames(t *testing.T) {
+	parallel(t)
 	d := startData(t, []string{"--backend", "native"}, "--librechat-api-key", doorLCKey, "--librechat-rate-scale", "10", "--workspace-quota", "6M")
 	names := []string{"esc\x1b]0;T\x07.txt", "csi\u009b2J.txt", "rlo\u202etxt.exe", "iso\u2066x\u2069.txt",
 		"ls\u2028line.txt", "ps\u2029para.txt", "zw\u200bsp.txt", "zwj\u200dj.txt", "bom\ufeffb.txt", "wj\u2060w.txt",
@@ -143,6 +144,7 @@ func TestHostileInsideInvisibleNames(t *testing.T) {
 // structured content per run_python and per list_artifacts (the server
 // at 1.2 GB), and the workspace may hold 100000 entries (~40 GB).
 func TestHostileInsideLongNames(t *testing.T) {
+	parallel(t)
 	s := startTenants(t)
 	alice := keyClient(t, s.url, aliceToken)
 	code := `
@@ -177,6 +179,7 @@ print("made", len(os.getcwd()))
 // names 15 levels deep, long and escaped), and the budget's metric said
 // 257 KB.
 func TestHostileInsideFileEventsBudget(t *testing.T) {
+	parallel(t)
 	requirePythonData(t)
 	s := startServe(t, "--backend", "native", "--retained-output", "1M")
 	cs := goSDK(t, s.url, "")
@@ -239,6 +242,7 @@ time.sleep(1)
 // goes to every RemoveFile caller (LibreChat's DELETE audits a successful
 // delete as internal_error).
 func TestHostileInsideQuotaRemovesOnlyWhatItMust(t *testing.T) {
+	parallel(t)
 	d := startData(t, []string{"--backend", "native"}, "--workspace-quota", "6M")
 	v, _ := d.call("run_python", map[string]any{"code": `
 open("result.txt", "w").write("keep me" * 100)
@@ -277,6 +281,7 @@ func cpuTicks(t *testing.T, pid int) int64 {
 // server 8-13 s of CPU and 0.6-1 GB of memory in one run_python reply; the
 // quota lets a run write 3000 of them (an hour of the server's CPU).
 func TestHostileInsidePreviewCPU(t *testing.T) {
+	parallel(t)
 	s := startTenants(t)
 	alice := keyClient(t, s.url, aliceToken)
 	code := `
@@ -354,6 +359,7 @@ func waitReload(t *testing.T, s *mcpServer, n int) {
 // (a file written after the narrowing) to read_artifact, with no cell run
 // since. The session stays open as long as it is used this way.
 func TestHostileInsideReloadIdleKernel(t *testing.T) {
+	parallel(t)
 	requirePythonData(t)
 	secretDir, secret := secretFile(t, "old secret")
 	cfg := settingsFile(filepath.Join(reachableTempDir(t), "srt-mcp.json"))
@@ -396,6 +402,7 @@ threading.Thread(target=spy, daemon=True).start()
 // runner's cache refuses one: owner, mode, ancestors), or at least trust
 // nothing in it.
 func TestHostileInsideStateDirOfAnotherUser(t *testing.T) {
+	parallel(t)
 	requirePythonData(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: another user plants, a root server trusts")
@@ -455,6 +462,7 @@ func TestHostileInsideStateDirOfAnotherUser(t *testing.T) {
 // instance file): not through "..", not through the host path its mount
 // table names; an index planted in the workspace is not the index.
 func TestHostileInsideSessionDirUnreachable(t *testing.T) {
+	parallel(t)
 	d := startData(t, []string{"--backend", "native"}, "--librechat-api-key", doorLCKey)
 	lc := d.base() + "/v1/librechat"
 	hdr := map[string]string{"X-API-Key": doorLCKey}
@@ -508,6 +516,7 @@ print("FOUND", found)
 // host's /etc/passwd and /tmp) as fast as it can; no read, download or
 // upload follows one.
 func TestHostileInsideRacingLinks(t *testing.T) {
+	parallel(t)
 	d := startData(t, []string{"--backend", "native"}, "--rate-limit", "1000")
 	sid := d.wantErrorless("create_session", map[string]any{"language": "python"})["session_id"].(string)
 	d.wantErrorless("execute_code", map[string]any{"language": "python", "session_id": sid, "code": `
@@ -569,6 +578,7 @@ threading.Thread(target=flip, daemon=True).start()
 // interpreters starting under the old ceiling) reaches the sessions the
 // pool hands out.
 func TestHostileInsideReloadDuringPoolFill(t *testing.T) {
+	parallel(t)
 	requirePythonData(t)
 	secretDir, secret := secretFile(t, "host secret")
 	cfg := settingsFile(filepath.Join(reachableTempDir(t), "srt-mcp.json"))
@@ -601,6 +611,7 @@ func TestHostileInsideReloadDuringPoolFill(t *testing.T) {
 // another root-owned file there (here the operator's backup of the wider
 // settings), and the server reloaded it: the narrowing undone.
 func TestHostileInsideSettingsDirOfAnotherUser(t *testing.T) {
+	parallel(t)
 	requirePythonData(t)
 	secretDir, secret := secretFile(t, "host secret")
 	dir := filepath.Join(reachableTempDir(t), "conf")
@@ -645,6 +656,7 @@ func TestHostileInsideSettingsDirOfAnotherUser(t *testing.T) {
 // execution keeps 20000 events (20 GB). The reply's stderr repeats every
 // host in full too.
 func TestHostileInsideViolationHosts(t *testing.T) {
+	parallel(t)
 	d := startData(t, []string{"--backend", "native"}, "--retained-output", "1M", "--allow-domain", "example.com")
 	s := d.mcpServer
 	cs := goSDK(t, s.url, "")
@@ -694,6 +706,7 @@ print("sent")
 // carried ESC, BEL and U+202E raw in execute_code's events, as file names
 // did before e6104d9.
 func TestHostileInsideSweepViolationPath(t *testing.T) {
+	parallel(t)
 	dir := sbDir(t)
 	s := startServe(t, "--backend", "native", "--allow-write", dir)
 	cs := goSDK(t, s.url, "")

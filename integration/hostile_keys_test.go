@@ -151,6 +151,7 @@ func hkRaw(s string) []string {
 // the 8 KiB clientInfo bound (and the drain's refusal) is skipped the same
 // way: each such session keeps megabytes of clientInfo until --session-ttl.
 func TestHostileKeysInitializeWithSessionHeader(t *testing.T) {
+	parallel(t)
 	s := startTenants(t, "--max-mcp-sessions-per-caller", "3")
 	sids := aliceSessions(t, s, 3)
 	if code, hdr, _ := rawMCP(t, s.url, aliceToken, "", initBody("alice-3")); code < 400 || hdr.Get("Mcp-Session-Id") != "" {
@@ -183,6 +184,7 @@ func TestHostileKeysInitializeWithSessionHeader(t *testing.T) {
 // clientInfo, but mcp-go, decoding only the method, still mints (and keeps)
 // a session for it.
 func TestHostileKeysInitializeBodyShapes(t *testing.T) {
+	parallel(t)
 	s := startTenants(t, "--max-mcp-sessions-per-caller", "1")
 	if code, hdr, body := rawMCP(t, s.url, aliceToken, "", initBody("alice")); code != 200 || hdr.Get("Mcp-Session-Id") == "" {
 		t.Fatalf("alice's first session: %d %s", code, body)
@@ -212,6 +214,7 @@ func TestHostileKeysInitializeBodyShapes(t *testing.T) {
 // runs tools at any rate (and a legacy initialize with an invented id is
 // unlimited the same way).
 func TestHostileKeysRateLimitInventedSessionIDs(t *testing.T) {
+	parallel(t)
 	s := startTenants(t, "--rate-limit", "1")
 	client := &http.Client{Timeout: 30 * time.Second}
 	flood := func(token string, invent bool) (ok, limited int) {
@@ -255,6 +258,7 @@ func TestHostileKeysRateLimitInventedSessionIDs(t *testing.T) {
 // --max-mcp-sessions-per-caller, and after the DELETE another key posting
 // to the stream's /message is served in it.
 func TestHostileKeysSSEDeleteFreesPlace(t *testing.T) {
+	parallel(t)
 	s := startTenants(t, "--max-mcp-sessions-per-caller", "2")
 	base := s.base()
 	a1, _ := openSSE(t, base, aliceToken), openSSE(t, base, aliceToken)
@@ -290,6 +294,7 @@ func TestHostileKeysSSEDeleteFreesPlace(t *testing.T) {
 // large as the body cap (4 MiB) for the stream's life, in every one of a
 // key's SSE sessions.
 func TestHostileKeysSSEClientInfo(t *testing.T) {
+	parallel(t)
 	s := startTenants(t)
 	base := s.base()
 	st := openSSE(t, base, aliceToken)
@@ -334,6 +339,7 @@ func lcUploadOne(lc string, hdr map[string]string, name, content string) (int, s
 // against neither --max-sessions nor the principal's share of it, and each
 // may hold --workspace-quota on disk.)
 func TestHostileKeysLibreChatStoredSessionsShare(t *testing.T) {
+	parallel(t)
 	pemFile, mint, priv := lcKeys(t)
 	s := startTenants(t, "--librechat-jwt-public-key", pemFile, "--librechat-rate-scale", "40")
 	lc := s.base() + "/v1/librechat"
@@ -374,6 +380,7 @@ func TestHostileKeysLibreChatStoredSessionsShare(t *testing.T) {
 // first), so bob, by printing past --retained-output, makes alice's
 // results answer expired minutes before --retention.
 func TestHostileKeysRetainedOutputEviction(t *testing.T) {
+	parallel(t)
 	s := startTenants(t, "--retained-output", "1M", "--max-output", "4M")
 	alice, bob := keyClient(t, s.url, aliceToken), keyClient(t, s.url, bobToken)
 	v, isErr, text := toolText(t, alice, "execute_code", map[string]any{"command": "echo ALICE-RESULT"})
@@ -398,6 +405,7 @@ func TestHostileKeysRetainedOutputEviction(t *testing.T) {
 // and direction overrides included. (SOCKS5 carries any bytes as a
 // domain name; the proxy reports it "as requested".)
 func TestHostileKeysSandboxNamedHosts(t *testing.T) {
+	parallel(t)
 	s := startTenants(t, "--allow-domain", "example.com")
 	alice := keyClient(t, s.url, aliceToken)
 	v, isErr, text := toolText(t, alice, "upload_file", map[string]any{"filename": "probe.txt", "content_base64": base64.StdEncoding.EncodeToString([]byte("x"))})
@@ -444,6 +452,7 @@ print("reply", s.recv(10))
 // (any string can be a key of globals(), any string a module's __name__):
 // get_workspace_info shows them raw in its text and structured content.
 func TestHostileKeysWorkspaceInfoNames(t *testing.T) {
+	parallel(t)
 	s := startTenants(t)
 	alice := keyClient(t, s.url, aliceToken)
 	code := `globals()["v\x1b]0;PWNED\x07\u202egpj.exe"] = 1` + "\n" +
@@ -475,6 +484,7 @@ func TestHostileKeysWorkspaceInfoNames(t *testing.T) {
 // a ;param are refused; only the same name spelled another way (%61) is
 // the same file.
 func TestHostileKeysSignedURLTricks(t *testing.T) {
+	parallel(t)
 	s := startTenants(t)
 	alice := keyClient(t, s.url, aliceToken)
 	up := func(sid, name, content string) string {
@@ -534,6 +544,7 @@ func TestHostileKeysSignedURLTricks(t *testing.T) {
 // a space), or after a made-up one in a second header, and her SSE
 // session's id second in /message's query: bob reaches nothing of hers.
 func TestHostileKeysSessionIDSpellings(t *testing.T) {
+	parallel(t)
 	s := startTenants(t)
 	sid, execID := aliceSleeping(t, s)
 	defer rawMCP(t, s.url, aliceToken, sid, callBody(9, "cancel_execution", map[string]any{"execution_id": execID, "force": true}))
@@ -577,6 +588,7 @@ func TestHostileKeysSessionIDSpellings(t *testing.T) {
 // place: after 20 refusals and closing her sessions, alice opens as many
 // as her bound again, and not one more.
 func TestHostileKeysRefusedInitializeHoldsNothing(t *testing.T) {
+	parallel(t)
 	s := startTenants(t, "--max-mcp-sessions-per-caller", "2")
 	var sids []string
 	for i := 0; i < 2; i++ {
@@ -623,6 +635,7 @@ func hkFrom(ip string) *http.Client {
 // Without keys every MCP caller is anonymous, and the bound is per address:
 // one address at --max-mcp-sessions-per-caller is refused, another is not.
 func TestHostileKeysAnonymousPerAddress(t *testing.T) {
+	parallel(t)
 	s := startServe(t, "--max-mcp-sessions-per-caller", "2")
 	init := func(from string) (int, string) {
 		req, _ := http.NewRequest("POST", s.url, strings.NewReader(initBody("anon")))
@@ -651,6 +664,7 @@ func TestHostileKeysAnonymousPerAddress(t *testing.T) {
 // Two requests at once naming the same new playground conversation make
 // one workspace, not one each (or one per request of ten).
 func TestHostileKeysConversationRace(t *testing.T) {
+	parallel(t)
 	s := startTenants(t)
 	base := s.base()
 	var wg sync.WaitGroup
@@ -691,6 +705,7 @@ func TestHostileKeysConversationRace(t *testing.T) {
 // sandboxed iframe, a data: URL) and a cross-site request in any letter
 // case are refused on the routes that run code or hold a stream.
 func TestHostileKeysBrowserOddOrigins(t *testing.T) {
+	parallel(t)
 	s := startServe(t, "--librechat-no-auth")
 	base := strings.TrimSuffix(s.url, "/mcp")
 	for _, rt := range []struct{ method, path, body string }{

@@ -16,6 +16,7 @@ import (
 )
 
 func TestHostileReloadReachesInterpreters(t *testing.T) {
+	parallel(t)
 	requirePythonData(t)
 	dir := reachableTempDir(t)
 	// A host path inside what data sandboxes see (the system view: /usr,

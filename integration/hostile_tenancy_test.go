@@ -226,6 +226,7 @@ func playgroundRunAs(t *testing.T, base, token, conv, code string) string {
 // conversation string it was given: bob listed, read and wrote alice's
 // files, and a module he planted on her PYTHONPATH ran in her next run.)
 func TestHostileTenancyPlaygroundConversations(t *testing.T) {
+	parallel(t)
 	s := startTenants(t)
 	base := s.base()
 	out := playgroundRunAs(t, base, aliceToken, "c1", `open("alice-secret.txt", "w").write("alice's data")`)
@@ -276,6 +277,7 @@ func TestHostileTenancyPlaygroundConversations(t *testing.T) {
 // session does not exist, and lists, cancels, runs and deletes nothing in
 // it.
 func TestHostileTenancyMCPSessions(t *testing.T) {
+	parallel(t)
 	s := startTenants(t)
 	sid, execID := aliceSleeping(t, s)
 	for _, tc := range []struct{ name, body string }{
@@ -384,6 +386,7 @@ func between(s, start, end string) string {
 // it: the LibreChat client still downloads its file), and one LibreChat
 // user's files are not another's.
 func TestHostileTenancyLibreChatStorage(t *testing.T) {
+	parallel(t)
 	pemFile, mint, priv := lcKeys(t)
 	s := startTenants(t, "--librechat-api-key", lcKey, "--librechat-jwt-public-key", pemFile)
 	lc := s.base() + "/v1/librechat"
@@ -456,6 +459,7 @@ func TestHostileTenancyLibreChatStorage(t *testing.T) {
 // session closes, the same id opened again (by another key) serves nothing
 // through the old URL.
 func TestHostileTenancySignedURLIncarnation(t *testing.T) {
+	parallel(t)
 	s := startTenants(t)
 	alice, bob := keyClient(t, s.url, aliceToken), keyClient(t, s.url, bobToken)
 	const sid = "sess_0a1b2c3d4e5f"
@@ -490,6 +494,7 @@ func TestHostileTenancySignedURLIncarnation(t *testing.T) {
 // opening a session under the id the server used to derive for alice's
 // conversation does not lock alice out of it.
 func TestHostileTenancyDerivedIDs(t *testing.T) {
+	parallel(t)
 	s := startTenants(t)
 	alice, bob := keyClient(t, s.url, aliceToken), keyClient(t, s.url, bobToken)
 	h := sha256.Sum256([]byte("srt-mcp conversation\x00" + "key:alice\x00c3"))
@@ -508,6 +513,7 @@ func TestHostileTenancyDerivedIDs(t *testing.T) {
 // text raw: run_python's and list_artifacts' replies show no control
 // characters (a terminal printing them would retitle and clear itself).
 func TestHostileSandboxNamedFiles(t *testing.T) {
+	parallel(t)
 	s := startTenants(t)
 	alice := keyClient(t, s.url, aliceToken)
 	v, _, text := toolText(t, alice, "run_python", map[string]any{"code": `open("rt\x1b]0;PWNED\x07\x1b[2J\u202e.txt", "w").write("x"); print("made")`})

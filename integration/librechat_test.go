@@ -63,6 +63,7 @@ func lcKeys(t *testing.T) (string, func(sub string, key ed25519.PrivateKey) stri
 }
 
 func TestLibreChatRealClients(t *testing.T) {
+	parallel(t)
 	dir := mcpClients(t)
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "lc-modern")); err != nil {
 		if os.Getenv("SRT_MCP_REQUIRE_CLIENTS") == "1" {
@@ -100,6 +101,7 @@ func runLibreChatClient(t *testing.T, dir, gen, base, jwt string) {
 }
 
 func TestLibreChatWire(t *testing.T) {
+	parallel(t)
 	base, mint, priv := lcServer(t, "--librechat-rate-scale", "0.1", "--max-upload-bytes", "1000")
 	do := func(method, url string, body io.Reader, hdr map[string]string) (int, map[string]any, http.Header) {
 		t.Helper()
@@ -175,6 +177,7 @@ func TestLibreChatWire(t *testing.T) {
 // TestLibreChatNoAuthNeedsLoopback: unauthenticated access is refused on
 // an open bind unless asked for twice.
 func TestLibreChatNoAuthNeedsLoopback(t *testing.T) {
+	parallel(t)
 	cmd := exec.Command(nwBin(t), "serve", "--host", "0.0.0.0", "--port", "0", "--token", "x", "--librechat-no-auth", "--state-dir", filepath.Join(reachableTempDir(t), "s"))
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "--librechat-no-auth") {

@@ -70,6 +70,18 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// parallel runs t alongside the suite's other parallel tests (after the
+// serial ones; -test.parallel says how many at once). A test is parallel
+// when it holds only what it made — its own server, state directory,
+// ports, and containers found by its own session's label — and asserts
+// nothing about wall-clock time or the whole machine. Serial stay: load,
+// escapes (fork and memory bombs), faults (a full disk), drains,
+// containers found across the engine, images, replicas, and the browser.
+func parallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}
+
 // startServe runs srt-mcp serve on a free loopback port until the test ends.
 func startServe(t *testing.T, extra ...string) *mcpServer {
 	t.Helper()
@@ -191,6 +203,7 @@ func markerGone(t *testing.T, marker string) {
 }
 
 func TestMCPTypeScriptClientHTTP(t *testing.T) {
+	parallel(t)
 	dir := mcpClients(t)
 	s := startServe(t)
 	marker := fmt.Sprintf("srtmcp-http-%d", time.Now().UnixNano())
@@ -199,6 +212,7 @@ func TestMCPTypeScriptClientHTTP(t *testing.T) {
 }
 
 func TestMCPTypeScriptClientStdio(t *testing.T) {
+	parallel(t)
 	dir := mcpClients(t)
 	marker := fmt.Sprintf("srtmcp-stdio-%d", time.Now().UnixNano())
 	runClient(t, dir, "--stdio", nwBin(t), "--marker", marker)
@@ -206,6 +220,7 @@ func TestMCPTypeScriptClientStdio(t *testing.T) {
 }
 
 func TestMCPTokenAuth(t *testing.T) {
+	parallel(t)
 	dir := mcpClients(t)
 	s := startServe(t, "--token", "s3cret-token")
 	resp, err := http.Post(s.url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
@@ -220,6 +235,7 @@ func TestMCPTokenAuth(t *testing.T) {
 }
 
 func TestMCPInspectorCLI(t *testing.T) {
+	parallel(t)
 	dir := mcpClients(t)
 	s := startServe(t)
 	home := t.TempDir() // the Inspector writes ~/.mcp-inspector
@@ -252,6 +268,7 @@ func TestMCPInspectorCLI(t *testing.T) {
 }
 
 func TestMCPHTTPGuards(t *testing.T) {
+	parallel(t)
 	s := startServe(t, "--max-body", "64K")
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 	post := func(body string, hdr map[string]string) *http.Response {
@@ -293,6 +310,7 @@ func TestMCPHTTPGuards(t *testing.T) {
 // with the same id. srt-mcp drops such notifications (a modern client
 // cancels by disconnecting).
 func TestMCPSessionlessCancelCannotHitOthers(t *testing.T) {
+	parallel(t)
 	s := startServe(t)
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"a","version":"1"}}`
 	call := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_code","arguments":{"command":"sleep 1.5; echo finished"},` + meta + `}}`
@@ -354,6 +372,7 @@ func (b *logBuffer) String() string {
 // would have run it: the program sees the environment bash would have
 // given it, and a missing program still gets bash's own error and 127.
 func TestCommandWithoutShell(t *testing.T) {
+	parallel(t)
 	s := startServe(t, "--backend", "native")
 	cs := goSDK(t, s.url, "")
 	run := func(cmd string) (string, string, float64) {

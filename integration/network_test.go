@@ -175,6 +175,7 @@ func pinned(names ...string) []string {
 }
 
 func TestNetworkCurlAllowedAndDenied(t *testing.T) {
+	parallel(t)
 	nwRequire(t, "curl")
 	srv := nwStart(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello-from-host") }), false)
 	cwd := sbDir(t)
@@ -230,6 +231,7 @@ func nwOtherPort(t *testing.T) int {
 }
 
 func TestNetworkWildcardIsStrictSubdomains(t *testing.T) {
+	parallel(t)
 	nwRequire(t, "curl")
 	srv := nwStart(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }), false)
 	cwd := sbDir(t)
@@ -247,6 +249,7 @@ func TestNetworkWildcardIsStrictSubdomains(t *testing.T) {
 }
 
 func TestNetworkHTTPSWithTestCA(t *testing.T) {
+	parallel(t)
 	nwRequire(t, "curl")
 	srv := nwStart(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "tls-hello") }), true)
 	cwd := sbDir(t)
@@ -272,6 +275,7 @@ func TestNetworkHTTPSWithTestCA(t *testing.T) {
 }
 
 func TestNetworkPythonUrllibAndSOCKS(t *testing.T) {
+	parallel(t)
 	nwRequire(t, "curl")
 	srv := nwStart(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "py-ok") }), false)
 	cwd := sbDir(t)
@@ -293,6 +297,7 @@ func TestNetworkPythonUrllibAndSOCKS(t *testing.T) {
 }
 
 func TestNetworkPipIndex(t *testing.T) {
+	parallel(t)
 	srv := nwPackageIndex(t)
 	cwd := sbDir(t)
 	flags := append(pinned("pypi.test"), "--allow-domain", "pypi.test:"+srv.port)
@@ -351,6 +356,7 @@ func nwWheel(t *testing.T, pkg, version, code string) []byte {
 }
 
 func TestNetworkGitCloneOverHTTP(t *testing.T) {
+	parallel(t)
 	nwRequire(t, "git")
 	work := sbDir(t)
 	git := func(dir string, args ...string) {
@@ -380,6 +386,7 @@ func TestNetworkGitCloneOverHTTP(t *testing.T) {
 }
 
 func TestNetworkNoBypass(t *testing.T) {
+	parallel(t)
 	nwRequire(t, "curl")
 	srv := nwStart(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "should-not-see") }), false)
 	echo, err := net.Listen("tcp", "127.0.0.1:0")
@@ -423,6 +430,7 @@ func TestNetworkNoBypass(t *testing.T) {
 }
 
 func TestNetworkEmptyAllowListMeansNone(t *testing.T) {
+	parallel(t)
 	nwRequire(t, "curl")
 	srv := nwStart(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "x") }), false)
 	cwd := sbDir(t)

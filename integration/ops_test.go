@@ -12,6 +12,7 @@ import (
 )
 
 func TestOpsMetricsAndReadyz(t *testing.T) {
+	parallel(t)
 	d := startData(t, []string{"--backend", "native"}, "--metrics-token", "m3trics")
 	if v, isErr := d.call("execute_code", map[string]any{"command": "echo hi; echo err >&2"}); isErr || v["status"] != "completed" {
 		t.Fatalf("command: %v", v)

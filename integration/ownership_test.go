@@ -338,6 +338,7 @@ func lcJSONBody(v any) io.Reader {
 }
 
 func TestOwnership(t *testing.T) {
+	parallel(t)
 	start := time.Now()
 	pemFile, mint, priv := lcKeys(t)
 	// One server for the whole table: bounds raised so that every owner's

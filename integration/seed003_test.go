@@ -14,7 +14,10 @@ import (
 	"time"
 )
 
-func TestSeed003RunCode(t *testing.T) { forEachBackend(t, testSeed003RunCode) }
+func TestSeed003RunCode(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, testSeed003RunCode)
+}
 
 func testSeed003RunCode(t *testing.T, backend []string) {
 	d := startData(t, backend)
@@ -69,6 +72,7 @@ func testSeed003RunCode(t *testing.T, backend []string) {
 // TestSeed003Environment: MCP_HTTP_ADDR and MCP_API_TOKEN configure the
 // listener and its bearer token.
 func TestSeed003Environment(t *testing.T) {
+	parallel(t)
 	port := freePort(t)
 	cmd := exec.Command(nwBin(t), "serve", "--state-dir", filepath.Join(reachableTempDir(t), "s"), "--warm-pool", "0")
 	cmd.Env = append(os.Environ(), "MCP_HTTP_ADDR=127.0.0.1:"+strconv.Itoa(port), "MCP_API_TOKEN=seed3-token", "HOME="+t.TempDir())

@@ -115,6 +115,7 @@ func sdkCall(t *testing.T, cs *mcp.ClientSession, name string, args map[string]a
 }
 
 func TestSessionlessHandlesGoSDK(t *testing.T) {
+	parallel(t)
 	requirePythonData(t)
 	s := startServe(t, "--backend", "native")
 	endpoint, headers := recordingProxy(t, s.url)
@@ -188,6 +189,7 @@ func TestSessionlessHandlesGoSDK(t *testing.T) {
 // polls or uses another's executions and workspaces, even holding their
 // handles; the single --token still works.
 func TestNamedKeysGoSDK(t *testing.T) {
+	parallel(t)
 	requirePythonData(t)
 	dir := reachableTempDir(t)
 	keys := filepath.Join(dir, "keys")
@@ -246,6 +248,7 @@ func TestNamedKeysGoSDK(t *testing.T) {
 // no MCP library: one JSON-RPC tools/call POSTed with a bearer token (no
 // initialize, no session, no protocol version) and GET /mcp/events.
 func TestSeed003PlainJSONRPCCurl(t *testing.T) {
+	parallel(t)
 	requirePythonData(t)
 	s := startServe(t, "--backend", "native", "--token", "seed003-token-0123456789")
 	curl := func(args ...string) string {
@@ -308,6 +311,7 @@ func TestSeed003PlainJSONRPCCurl(t *testing.T) {
 // SSEClientTransport, behind the same guard: execute_code (a command and
 // cells that keep their state) and sandbox.run_code.
 func TestSSETransportTypeScript(t *testing.T) {
+	parallel(t)
 	dir := mcpClients(t)
 	requirePythonData(t)
 	s := startServe(t, "--backend", "native", "--token", "sse-token-0123456789")
@@ -347,6 +351,7 @@ func TestSSETransportTypeScript(t *testing.T) {
 // Mcp-Param-* or Mcp-Session-Id header; a handle naming another replica is
 // refused with a message saying where it belongs.
 func TestReplicaNamedHandles(t *testing.T) {
+	parallel(t)
 	requirePythonData(t)
 	if out, err := exec.Command(nwBin(t), "serve", "--replica-id", "Bad_Name", "--port", "1").CombinedOutput(); err == nil || !strings.Contains(string(out), "--replica-id") {
 		t.Fatalf("a bad --replica-id: %v %s", err, out)
@@ -381,6 +386,7 @@ func TestReplicaNamedHandles(t *testing.T) {
 // The MCP TypeScript SDK (v2, @modelcontextprotocol/client) pinned to
 // 2026-07-28: two clients, handles only (modern.mjs).
 func TestSessionlessHandlesTypeScript(t *testing.T) {
+	parallel(t)
 	dir := mcpClients(t)
 	requirePythonData(t)
 	s := startServe(t, "--backend", "native")
@@ -401,6 +407,7 @@ func TestSessionlessHandlesTypeScript(t *testing.T) {
 // refused (TestSessionlessHandlesGoSDK). With a key, through the bridge's
 // --header.
 func TestMCPRemoteBridge(t *testing.T) {
+	parallel(t)
 	requirePythonData(t)
 	dir := mcpClients(t)
 	s := startServe(t, "--backend", "native", "--token", "bridge-token-0123456789")

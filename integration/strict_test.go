@@ -10,6 +10,7 @@ import (
 )
 
 func TestStrictArguments(t *testing.T) {
+	parallel(t)
 	d := startData(t, []string{"--backend", "native"})
 	av := d.wantErrorless("execute_code_async", map[string]any{"command": "read line; echo got:$line"})
 	id := av["execution_id"]

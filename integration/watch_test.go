@@ -11,6 +11,7 @@ import (
 )
 
 func TestFileEventsWhileRunning(t *testing.T) {
+	parallel(t)
 	d := startData(t, []string{"--backend", "native"})
 	sid := d.upload("", "old.txt", "old")
 	v := d.wantErrorless("execute_code_async", map[string]any{"session_id": sid,

@@ -14,7 +14,10 @@ import (
 	"time"
 )
 
-func TestWorkspaceState(t *testing.T) { forEachBackend(t, testWorkspaceState) }
+func TestWorkspaceState(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, testWorkspaceState)
+}
 
 func testWorkspaceState(t *testing.T, backend []string) {
 	d := startData(t, backend)
@@ -150,7 +153,10 @@ func (d *dataServer) wantErrorless(name string, args map[string]any) map[string]
 	return v
 }
 
-func TestWorkspaceExplicitSessions(t *testing.T) { forEachBackend(t, testWorkspaceExplicitSessions) }
+func TestWorkspaceExplicitSessions(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, testWorkspaceExplicitSessions)
+}
 
 func testWorkspaceExplicitSessions(t *testing.T, backend []string) {
 	d := startData(t, backend)
@@ -197,7 +203,10 @@ func testWorkspaceExplicitSessions(t *testing.T, backend []string) {
 // TestWorkspaceWarmPool: a new workspace claims a ready session whose
 // interpreter already imported the data stack, with a clean namespace; the
 // pool refills.
-func TestWorkspaceWarmPool(t *testing.T) { forEachBackend(t, testWorkspaceWarmPool) }
+func TestWorkspaceWarmPool(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, testWorkspaceWarmPool)
+}
 
 func testWorkspaceWarmPool(t *testing.T, backend []string) {
 	d := startData(t, backend, "--warm-pool", "1")
@@ -239,7 +248,10 @@ func testWorkspaceWarmPool(t *testing.T, backend []string) {
 // TestWorkspaceInstallPackage: pip through the proxy to a local index the
 // operator allows; the package lands in the session and imports in the
 // next cell; without the index's domain allowed, a clear error naming it.
-func TestWorkspaceInstallPackage(t *testing.T) { forEachBackend(t, testWorkspaceInstallPackage) }
+func TestWorkspaceInstallPackage(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, testWorkspaceInstallPackage)
+}
 
 func testWorkspaceInstallPackage(t *testing.T, backend []string) {
 	srv := nwPackageIndex(t)
@@ -268,7 +280,10 @@ func testWorkspaceInstallPackage(t *testing.T, backend []string) {
 }
 
 // TestWorkspaceJavaScript: a persistent Node.js context per workspace.
-func TestWorkspaceJavaScript(t *testing.T) { forEachBackend(t, testWorkspaceJavaScript) }
+func TestWorkspaceJavaScript(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, testWorkspaceJavaScript)
+}
 
 func testWorkspaceJavaScript(t *testing.T, backend []string) {
 	if _, err := exec.LookPath("node"); err != nil {
@@ -321,6 +336,7 @@ func testWorkspaceJavaScript(t *testing.T, backend []string) {
 // as such. With SRT_MCP_REQUIRE_CLIENTS=1 (make test, whose setup installs
 // them) every language LibreChat names must be available.
 func TestWorkspaceRuntimes(t *testing.T) {
+	parallel(t)
 	d := startData(t, []string{"--backend", "native"})
 	programs := map[string]string{
 		"python":     `print("hello from python")`,
