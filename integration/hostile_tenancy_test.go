@@ -194,20 +194,18 @@ func callBody(id int, name string, args map[string]any) string {
 // playgroundCall is one playground API request with a key.
 func playgroundCall(t *testing.T, method, u, token string, body io.Reader, contentType string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(method, u, body)
+	var b []byte
+	if body != nil {
+		b, _ = io.ReadAll(body)
+	}
+	hdr := map[string]string{}
 	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+		hdr["Content-Type"] = contentType
 	}
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		hdr["Authorization"] = "Bearer " + token
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return request(t, method, u, string(b), hdr)
 }
 
 // playgroundRunAs runs code in a playground conversation with a key and
