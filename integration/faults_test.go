@@ -140,6 +140,50 @@ func TestFaultKillDuringStartup(t *testing.T) {
 	}
 }
 
+// kill -9 while the server probes its runtimes' versions at start-up: the
+// probes' scratch directory is a leftover the next server on the same
+// state directory removes (it used to stay in the state directory for good).
+func TestFaultKillDuringRuntimeProbe(t *testing.T) {
+	state := filepath.Join(reachableTempDir(t), "state")
+	probes := func() []string {
+		a, _ := filepath.Glob(filepath.Join(state, "probe-*"))
+		b, _ := filepath.Glob(filepath.Join(state, "workspaces", "probe-*"))
+		return append(a, b...)
+	}
+	var left []string
+	for try := 0; try < 20 && len(left) == 0; try++ {
+		cmd := exec.Command(nwBin(t), "serve", "--port", strconv.Itoa(freePort(t)), "--state-dir", state, "--warm-pool", "0")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); len(probes()) == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+		left = probes()
+	}
+	if len(left) == 0 {
+		t.Skip("never killed a server while it probed (its probes were too quick here)")
+	}
+	t.Logf("killed while probing: %v", left)
+	startServe(t, "--state-dir", state)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		stale := 0
+		for _, p := range probes() {
+			if contains(left, p) {
+				stale++
+			}
+		}
+		if stale == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a killed server's probe directories are still there: %v", probes())
+		}
+	}
+}
+
 // A cell whose value is 60 MB of text: cut in the interpreter, answered in
 // seconds, and the server's memory barely moves.
 func TestFaultHugeTrailingValue(t *testing.T) {

@@ -290,7 +290,14 @@ func (s *Service) Runtimes() *profiles.Runtimes {
 			s.rts = s.cfg.Runtimes
 			return
 		}
-		rts, err := profiles.DiscoverRuntimes(s.reg.StateDir())
+		// The probes' scratch is a leftover of this instance's: a server
+		// killed while probing leaves it to the next one to remove.
+		scratch, err := s.reg.MkdirTemp("probe-")
+		var rts *profiles.Runtimes
+		if err == nil {
+			rts, err = profiles.DiscoverRuntimes(scratch)
+			_ = nofollow.RemoveAll(scratch)
+		}
 		if err != nil {
 			s.cfg.Logger.Error("runtimes", "error", err)
 			rts = &profiles.Runtimes{}
