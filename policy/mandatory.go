@@ -24,10 +24,6 @@ var MandatoryDenyDirs = []string{
 // GitConfig is denied too unless Filesystem.AllowGitConfig is set.
 const GitConfig = ".git/config"
 
-// MandatoryDenySearchDepth is how many directory levels below each writable
-// root are searched for the names above (a writable root itself is depth 0).
-const MandatoryDenySearchDepth = 3
-
 // MandatoryDenyPaths lists the relative names the mandatory write-deny
 // covers, files and directories alike.
 func (f *Filesystem) MandatoryDenyPaths() []string {

@@ -55,9 +55,8 @@ func ParseSettings(data []byte) (Policy, error) {
 			if err := json.Unmarshal(v, &n); err != nil || n < 1 || n > 10 {
 				return p, settingsErr(k, "must be an integer from 1 to 10")
 			}
-			if n != MandatoryDenySearchDepth {
-				return p, unsupported(k, fmt.Sprintf("srt-mcp searches a fixed %d levels below each writable path; remove the key", MandatoryDenySearchDepth))
-			}
+			// srt-mcp searches every level below each writable path:
+			// deeper than any value, so each one is honoured.
 		case "enableWeakerNestedSandbox", "enableWeakerNetworkIsolation", "allowNestedUserNamespaces", "allowAppleEvents":
 			if err := wantFalse(v, k, "srt-mcp never weakens the sandbox"); err != nil {
 				return p, err

@@ -108,7 +108,7 @@ var settingsCases = map[string]struct {
 	"filesystem-disabled.json":   {code: CodeUnsupported, field: "filesystem.disabled", mention: []string{"cannot be turned off"}},
 	"credentials.json":           {code: CodeUnsupported, field: "credentials", mention: []string{"not implemented"}},
 	"ripgrep.json":               {code: CodeUnsupported, field: "ripgrep"},
-	"search-depth-5.json":        {code: CodeUnsupported, field: "mandatoryDenySearchDepth", mention: []string{"3 levels"}},
+	"search-depth-5.json":        {}, // srt-mcp searches every level: deeper than any value
 	"search-depth-11.json":       {code: CodeInvalidSettings, field: "mandatoryDenySearchDepth", mention: []string{"1 to 10"}},
 	"invalid-domain.json":        {code: CodeInvalidDomain, field: "network.allowed_domains[1]", value: "*.com", mention: []string{"top-level domain"}},
 	"invalid-denied-domain.json": {code: CodeInvalidDomain, field: "network.denied_domains[0]", value: "https://x.com/", mention: []string{"not a URL"}},

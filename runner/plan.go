@@ -632,7 +632,7 @@ func (r *resolver) checkReserved(p string) string {
 }
 
 // protectedRules finds the mandatory write-denied names that exist inside
-// the writable roots (to policy.MandatoryDenySearchDepth), and pins
+// the writable roots (at any depth), and pins
 // (self-binds) the directories between each root and each protected path,
 // and between each root and each deny_read or deny_write target inside it,
 // so that none can be renamed away: a rename of a mount point fails. A
@@ -717,10 +717,13 @@ type protectedName struct {
 	link bool
 }
 
-// findProtected walks root (a canonical host path) to
-// MandatoryDenySearchDepth and returns the protected names that exist. It
-// never follows a link: a symlinked directory is not entered, a link with
-// a protected name is reported as a link.
+// findProtected walks root (a canonical host path) at any depth (to the
+// sweep's, within maxScan entries) and returns the protected names that
+// exist. Every one of them is then mounted read-only: a user's deep
+// .bashrc or .git/hooks must not be writable during a run, since the
+// sweep would then remove the overwritten file and the original with it.
+// It never follows a link: a symbolic link to a directory is not entered,
+// a link with a protected name is reported as a link.
 func (r *resolver) findProtected(root string) ([]protectedName, error) {
 	var found []protectedName
 	f := &r.in.FS
@@ -765,7 +768,7 @@ func (r *resolver) findProtected(root string) ([]protectedName, error) {
 					return nil
 				}
 			}
-			if e.IsDir() && depth < policy.MandatoryDenySearchDepth {
+			if e.IsDir() && depth < maxSweepDepth {
 				subdirs = append(subdirs, name)
 			}
 			return nil

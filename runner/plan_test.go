@@ -433,6 +433,9 @@ func TestPlanMandatoryNames(t *testing.T) {
 		"/home/u/proj/.vscode", "/home/u/proj/.claude/commands", "/home/u/proj/a/.zshrc", "/home/u/proj/a/b/.idea",
 		"/home/u/proj/a/b/c/.bashrc", "/home/u/proj/a/b/c/.git/hooks", "/home/u/proj/wt/.git",
 		"/home/u/proj/node_modules/.bashrc", "/home/u/proj/node_modules/x/.bashrc",
+		// Deeper than srt's three levels too: the sweep would otherwise
+		// remove what a run overwrote there, the user's original with it.
+		"/home/u/proj/a/b/c/d/.bashrc", "/home/u/proj/a/b/c/d/.git/hooks",
 	}
 	for _, pr := range protected {
 		wantMount(t, p, MountRO, pr, pr)
@@ -440,16 +443,11 @@ func TestPlanMandatoryNames(t *testing.T) {
 	if !sameStrings(p.Protected, protected) {
 		t.Errorf("Protected = %v\nwant        %v", p.Protected, protected)
 	}
-	// Deeper than three levels below the root is not searched (the sweep
-	// removes what a run creates or changes there); node_modules is
-	// searched like any directory.
-	for _, deep := range []string{"/home/u/proj/a/b/c/d/.bashrc", "/home/u/proj/a/b/c/d/.git/hooks"} {
-		wantNoMount(t, p, deep)
-	}
 	// Pins: every directory between the root and a protected path is
 	// bound over itself so it cannot be renamed away.
 	for _, pin := range []string{"/home/u/proj/.git", "/home/u/proj/.claude", "/home/u/proj/a", "/home/u/proj/a/b",
-		"/home/u/proj/a/b/c", "/home/u/proj/a/b/c/.git", "/home/u/proj/wt", "/home/u/proj/node_modules", "/home/u/proj/node_modules/x"} {
+		"/home/u/proj/a/b/c", "/home/u/proj/a/b/c/.git", "/home/u/proj/a/b/c/d", "/home/u/proj/a/b/c/d/.git",
+		"/home/u/proj/wt", "/home/u/proj/node_modules", "/home/u/proj/node_modules/x"} {
 		wantMount(t, p, MountRW, pin, pin)
 	}
 	// Nothing else is pinned.

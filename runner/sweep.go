@@ -16,15 +16,15 @@ import (
 	"github.com/srt-mcp/srt-mcp/printable"
 )
 
-// A protected name that exists when the sandbox starts, up to
-// policy.MandatoryDenySearchDepth levels below a writable root, is mounted
-// read-only over itself and the directories between it and the root are
-// pinned (mounted over themselves, so they cannot be renamed away); the
-// kernel refuses every write, rename and removal. A protected name that
-// does not exist yet, or lies deeper, cannot be mounted over without
-// creating a placeholder in the user's tree (which srt does, leaving "ghost
-// dotfiles" behind). srt-mcp creates nothing; instead, once every process of
-// the sandbox is gone, sweep walks every writable root, at any depth, and
+// A protected name that exists when the sandbox starts, at any depth below
+// a writable root, is mounted read-only over itself and the directories
+// between it and the root are pinned (mounted over themselves, so they
+// cannot be renamed away); the kernel refuses every write, rename and
+// removal, so the sweep below never meets a file the user had. A protected
+// name that does not exist yet cannot be mounted over without creating a
+// placeholder in the user's tree (which srt does, leaving "ghost dotfiles"
+// behind). srt-mcp creates nothing; instead, once every process of the
+// sandbox is gone, sweep walks every writable root, at any depth, and
 // removes each protected name and deny_write match that the run created or
 // changed: its inode's change time (ctime, which no unprivileged program
 // can set back) is not older than the run's start. Each removal is a
