@@ -135,8 +135,15 @@ func (rt *Runtime) versionOf(scratch string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + scratch, "TMPDIR=" + scratch}
+	// GOTOOLCHAIN=local: a go.mod another user planted above the state
+	// directory (under /tmp, say) must not make `go version` fetch a
+	// toolchain.
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + scratch, "TMPDIR=" + scratch,
+		"GOTOOLCHAIN=local", "GOWORK=off"}
 	cmd.Dir = scratch
+	// The probe dies with the server (a kill -9 during start-up), as the
+	// runners do: its timeout died with it.
+	cmd.SysProcAttr = dieWithParent()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return ""

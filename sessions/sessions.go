@@ -227,11 +227,12 @@ func New(cfg Config) (*Registry, error) {
 			_ = removeStale(filepath.Join(root, e.Name())) // a lock file each: what stays is tried again next time
 		}
 	}
-	// Earlier servers built and kept the cache template in the state
-	// directory itself: one killed while building left its directory there.
+	// Earlier servers built the cache template and probed runtimes in the
+	// state directory itself: one killed while doing so left its
+	// directory there.
 	if ents, err := os.ReadDir(cfg.StateDir); err == nil {
 		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), "cache-build-") || strings.HasPrefix(e.Name(), "cache-template") {
+			if n := e.Name(); strings.HasPrefix(n, "cache-build-") || strings.HasPrefix(n, "cache-template") || strings.HasPrefix(n, "probe-") {
 				_ = nofollow.RemoveAll(filepath.Join(cfg.StateDir, e.Name()))
 			}
 		}
