@@ -38,6 +38,7 @@ func (s *suite) all() error {
 		{"load", s.load},
 		{"workspace", s.workspace},
 		{"docker", s.docker},
+		{"disk", s.disk},
 	}
 	for _, p := range parts {
 		s.printf("\n== %s\n", p.name)

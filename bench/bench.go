@@ -35,11 +35,12 @@ const (
 	Data      Mode = "data"
 	MCP       Mode = "mcp"
 	Exec      Mode = "exec"
+	Disk      Mode = "disk"
 )
 
 // selectOrder is which part wins when several are asked for: --docker is
 // also a modifier of --workspace, so Workspace comes before it.
-var selectOrder = []Mode{All, Cold, Load, Net, Workspace, Docker, Data, MCP}
+var selectOrder = []Mode{All, Cold, Load, Net, Workspace, Docker, Data, MCP, Disk}
 
 // Select picks the part of the bench the flags ask for: set reports
 // whether the flag of that name is set. Exec when none is.
@@ -102,6 +103,8 @@ func Run(m Mode, o Options) error {
 		return s.mcp()
 	case Exec:
 		return s.exec()
+	case Disk:
+		return s.disk()
 	}
 	return fmt.Errorf("bench: unknown part %q", m)
 }

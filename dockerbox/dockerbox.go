@@ -105,6 +105,8 @@ type Backend struct {
 	stage   string // host path of the exec stage binary
 	cgroups bool   // runs get a cgroup of their own (root)
 	nosuid  string // the workspaces bind mount made nosuid,nodev ("" if none)
+	// binMount is the tmpfs holding the exec stage ("" if none).
+	binMount string
 
 	mu         sync.Mutex
 	containers map[string]*box // by session workspace (its incarnation)
@@ -166,6 +168,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if err := CheckImage(pctx, cli, cfg.Image); err != nil {
 		return fail(err)
 	}
+	b.binMount = privateBinDir(filepath.Join(cfg.StateDir, "bin"))
 	if b.stage, err = stageBinary(cfg.StateDir, cfg.ExecStage); err != nil {
 		return fail(&runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "staging srt-mcp's exec stage: " + err.Error()})
 	}
@@ -207,7 +210,8 @@ func CheckImage(ctx context.Context, cli *client.Client, image string) error {
 
 // stageBinary copies the exec stage into the state directory (once per
 // build), where containers mount it from: the path a container's mount
-// table shows is the state directory's, never the binary's own.
+// table shows is the state directory's, never the binary's own, and as
+// root not even that (the directory is a tmpfs: privateBinDir).
 func stageBinary(stateDir, src string) (string, error) {
 	if src == "" {
 		p, err := os.Executable()
@@ -299,8 +303,13 @@ func (b *Backend) Ready(ctx context.Context) (string, error) {
 
 // Close implements backend.Backend.
 func (b *Backend) Close() error {
-	if b.nosuid != "" && !b.otherServers() {
-		unmountNosuid(b.nosuid)
+	if others := b.otherServers(); !others {
+		if b.nosuid != "" {
+			unmountNosuid(b.nosuid)
+		}
+		if b.binMount != "" {
+			unmountNosuid(b.binMount) // running containers keep their stage
+		}
 	}
 	return b.cli.Close()
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/srt-mcp/srt-mcp/volume"
 )
 
 // mountNosuid makes dir a mount of its own with nosuid and nodev (bind it
@@ -78,3 +80,29 @@ func selfBound(dir string) string {
 }
 
 func unmountNosuid(dir string) { _ = unix.Unmount(dir, unix.MNT_DETACH) }
+
+// privateBinDir makes dir (the exec stage's directory) a small tmpfs of
+// its own when the server is root: a container mounts the stage from
+// there, and its mount table then shows a path inside that tmpfs, not the
+// state directory's host path. It returns dir when it mounted the tmpfs
+// or took over one a killed server left (to unmount when the last server
+// using it stops), "" when dir stays a directory.
+func privateBinDir(dir string) string {
+	if os.Geteuid() != 0 {
+		return ""
+	}
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return ""
+	}
+	if volume.Mounted(dir) {
+		var st unix.Statfs_t
+		if unix.Statfs(dir, &st) == nil && st.Type == unix.TMPFS_MAGIC {
+			return dir
+		}
+		return "" // an operator's own mount
+	}
+	if unix.Mount("srt-mcp-bin", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0711,size=256m") != nil {
+		return ""
+	}
+	return dir
+}

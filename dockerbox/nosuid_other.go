@@ -5,3 +5,6 @@ package dockerbox
 func mountNosuid(string) string { return "" }
 
 func unmountNosuid(string) {}
+
+// privateBinDir leaves dir a directory here.
+func privateBinDir(string) string { return "" }

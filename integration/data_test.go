@@ -6,6 +6,7 @@ package integration
 // and Debian's Python data stack.
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -610,6 +611,9 @@ func testDataTTLAndRestart(t *testing.T, backend []string) {
 	sid := d.upload("", "a.txt", "x")
 	// Watch the workspace, not the session: every tool call counts as use.
 	workspace := filepath.Join(d.state, "workspaces", "*", "data", "a.txt")
+	if workspaceFS(t, d.url) == "filesystem" {
+		workspace = filepath.Join(d.state, "workspaces", "*", "fs", "data", "a.txt")
+	}
 	if ents, _ := filepath.Glob(workspace); len(ents) != 1 {
 		t.Fatalf("the session's workspace: %v", ents)
 	}
@@ -666,6 +670,9 @@ func testDataTTLAndRestart(t *testing.T, backend []string) {
 		waitNoProcesses(t, "300."+marker, 5*time.Second) // a native sandbox dies with its server
 	}
 	leftover := filepath.Join(state, "workspaces", "*", "data", "left.txt")
+	if strings.HasSuffix(workspace, filepath.Join("fs", "data", "a.txt")) {
+		leftover = filepath.Join(state, "workspaces", "*", "fs", "data", "left.txt") // its volume stays mounted
+	}
 	if ents, _ := filepath.Glob(leftover); len(ents) != 1 {
 		t.Fatalf("expected the killed server's workspace to be left behind: %v", ents)
 	}
@@ -686,6 +693,13 @@ func testDataTTLAndRestart(t *testing.T, backend []string) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the next server did not remove the leftovers in 10 s: %v", ents)
+		}
+	}
+	if b, _ := os.ReadFile("/proc/self/mountinfo"); bytes.Contains(b, []byte(" "+state+"/workspaces/")) {
+		// Only the next server's own ready volume may be mounted there.
+		n := bytes.Count(b, []byte(" "+state+"/workspaces/"))
+		if n > 1 {
+			t.Errorf("the killed server's volumes are still mounted (%d mounts under the workspaces):\n%s", n, b)
 		}
 	}
 	// It logs once it is done: the leftovers can be gone a moment before

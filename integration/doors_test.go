@@ -331,6 +331,7 @@ func TestDoors(t *testing.T) {
 func testDoors(t *testing.T, backend []string) {
 	d := startData(t, backend, "--librechat-api-key", doorLCKey, "--librechat-rate-scale", "10", "--workspace-quota", "6M", "--max-output-bytes", "4096",
 		"--max-code-bytes", "20000", "--exec-timeout-seconds", "120")
+	fsMode := workspaceFS(t, d.url)
 	for _, dr := range doors(t, d) {
 		t.Run(dr.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -402,14 +403,30 @@ func testDoors(t *testing.T, backend []string) {
 				time.Sleep(100 * time.Millisecond)
 			}
 
-			// The workspace quota (6 MiB): a run past it is stopped and its
-			// new files removed; the earlier files stay; the session works.
-			r = run(`open("big.bin", "wb").write(b"\0" * (12 << 20))`)
-			if !strings.Contains(r.errCode+r.stderr, "quota_exceeded") || !strings.Contains(r.raw, "SANDBOX_WORKSPACE_QUOTA") {
-				t.Errorf("a run past the quota: %.600s", r.raw)
-			}
-			if _, ok := r.files["big.bin"]; ok {
-				t.Errorf("the file past the quota is still reported: %s", r)
+			if fsMode == "filesystem" {
+				// The workspace is a 6 MiB filesystem: the write past it
+				// fails in the program, which sees ENOSPC and goes on.
+				r = run(`
+import errno, os
+try:
+    open("big.bin", "wb").write(b"\0" * (12 << 20))
+except OSError as e:
+    print("write failed:", errno.errorcode[e.errno])
+os.remove("big.bin")`)
+				if !strings.Contains(r.stdout, "write failed: ENOSPC") || r.errCode != "" {
+					t.Errorf("a write past the workspace's filesystem: %.600s", r.raw)
+				}
+			} else {
+				// The workspace quota (6 MiB): a run past it is stopped
+				// and its new files removed; the earlier files stay; the
+				// session works.
+				r = run(`open("big.bin", "wb").write(b"\0" * (12 << 20))`)
+				if !strings.Contains(r.errCode+r.stderr, "quota_exceeded") || !strings.Contains(r.raw, "SANDBOX_WORKSPACE_QUOTA") {
+					t.Errorf("a run past the quota: %.600s", r.raw)
+				}
+				if _, ok := r.files["big.bin"]; ok {
+					t.Errorf("the file past the quota is still reported: %s", r)
+				}
 			}
 			r = run(`import os; print(sorted(f for f in os.listdir(".") if not f.startswith(".")))`)
 			if r.exit != 0 || strings.Contains(r.stdout, "big.bin") || (dr.name != "librechat" && !strings.Contains(r.stdout, "door-out.txt")) {

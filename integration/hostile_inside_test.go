@@ -90,7 +90,7 @@ func shownRaw(s string) []string {
 // "fetchable").
 func TestHostileInsideInvisibleNames(t *testing.T) {
 	parallel(t)
-	d := startData(t, []string{"--backend", "native"}, "--librechat-api-key", doorLCKey, "--librechat-rate-scale", "10", "--workspace-quota", "6M")
+	d := startData(t, []string{"--backend", "native"}, "--librechat-api-key", doorLCKey, "--librechat-rate-scale", "10", "--workspace-quota", "6M", "--workspace-fs", "dir")
 	names := []string{"esc\x1b]0;T\x07.txt", "csi\u009b2J.txt", "rlo\u202etxt.exe", "iso\u2066x\u2069.txt",
 		"ls\u2028line.txt", "ps\u2029para.txt", "zw\u200bsp.txt", "zwj\u200dj.txt", "bom\ufeffb.txt", "wj\u2060w.txt",
 		"tag\U000e0049\U000e0047\U000e004e.txt", "shy\u00adh.txt", "ann\ufff9a\ufffbb.txt", "mvs\u180e.txt"}
@@ -243,7 +243,7 @@ time.sleep(1)
 // delete as internal_error).
 func TestHostileInsideQuotaRemovesOnlyWhatItMust(t *testing.T) {
 	parallel(t)
-	d := startData(t, []string{"--backend", "native"}, "--workspace-quota", "6M")
+	d := startData(t, []string{"--backend", "native"}, "--workspace-quota", "6M", "--workspace-fs", "dir")
 	v, _ := d.call("run_python", map[string]any{"code": `
 open("result.txt", "w").write("keep me" * 100)
 open("big.bin", "wb").write(b"x" * (8 << 20))

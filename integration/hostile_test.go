@@ -20,7 +20,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,6 +77,10 @@ func handOver(t *testing.T, dir string) {
 func reachableTempDir(t *testing.T) string {
 	t.Helper()
 	d := t.TempDir()
+	// A server killed in a test leaves its workspaces' filesystems mounted
+	// for the next server on its state directory; when there is none, the
+	// test's cleanup unmounts them (before the directory's removal).
+	t.Cleanup(func() { unmountUnder(d) })
 	if os.Geteuid() == 0 {
 		for _, p := range []string{filepath.Dir(d), d} {
 			if err := os.Chmod(p, 0o711); err != nil {
@@ -595,12 +601,31 @@ func workspaceDirs(state string) []string {
 	ents, _ := os.ReadDir(filepath.Join(state, "workspaces"))
 	var out []string
 	for _, e := range ents {
-		// Not sessions: the cache template, and the scratch directory of
-		// its build, which the server starts at its start and removes when
-		// the build ends (on a loaded machine it may still run here).
-		if !strings.HasPrefix(e.Name(), ".cache-template") && !strings.HasPrefix(e.Name(), "cache-build-") {
+		// Not sessions: the cache template, the scratch directory of its
+		// build, which the server starts at its start and removes when the
+		// build ends (on a loaded machine it may still run here), and the
+		// filesystems ready for the next sessions.
+		if !strings.HasPrefix(e.Name(), ".cache-template") && !strings.HasPrefix(e.Name(), "cache-build-") && !strings.HasPrefix(e.Name(), "ready-") {
 			out = append(out, e.Name())
 		}
 	}
 	return out
+}
+
+// unmountUnder lazily unmounts every mount point under dir (as root).
+func unmountUnder(dir string) {
+	const mntDetach = 2 // MNT_DETACH, Linux's
+	if os.Geteuid() != 0 || runtime.GOOS != "linux" {
+		return
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	lines := strings.Split(string(b), "\n")
+	for i := len(lines) - 1; i >= 0; i-- { // the deepest (latest) first
+		if f := strings.Fields(lines[i]); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			_ = syscall.Unmount(f[4], mntDetach)
+		}
+	}
 }

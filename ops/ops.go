@@ -162,7 +162,7 @@ func (o *Ops) Readyz() http.Handler {
 func (o *Ops) Healthz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := o.svc.Stats()
-		body := map[string]any{"status": "ok", "running_executions": st.Running, "warm_pool_ready": st.WarmReady}
+		body := map[string]any{"status": "ok", "running_executions": st.Running, "warm_pool_ready": st.WarmReady, "workspace_fs": st.WorkspaceFS}
 		o.mu.Lock()
 		idle := o.runnersIdle
 		o.mu.Unlock()

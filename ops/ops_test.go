@@ -202,7 +202,7 @@ func TestHealthz(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil || w.Code != 200 {
 		t.Fatalf("healthz: %d %q", w.Code, w.Body.String())
 	}
-	if v["status"] != "ok" || v["running_executions"] != float64(0) || v["warm_pool_ready"] != float64(0) || len(v) != 3 {
+	if v["status"] != "ok" || v["running_executions"] != float64(0) || v["warm_pool_ready"] != float64(0) || v["workspace_fs"] != "directory" || len(v) != 4 {
 		t.Errorf("healthz: %v", v)
 	}
 	if ct := w.Header().Get("Content-Type"); ct != "application/json" {

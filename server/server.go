@@ -88,12 +88,16 @@ type Options struct {
 	// take, in (0, 1] (--principal-share, "auto" already resolved).
 	PrincipalShare float64
 	// Replica names this server among replicas (--replica-id); "": none.
-	Replica                 string
-	StateDir                string        // --state-dir, the default already resolved
-	DataSessionTTL          time.Duration // --data-session-ttl-minutes
-	MaxSessions             int           // --max-sessions
-	MaxSessionsPerCaller    int           // --max-sessions-per-caller
-	WorkspaceQuota          int64         // --workspace-quota in bytes; negative: none
+	Replica              string
+	StateDir             string        // --state-dir, the default already resolved
+	DataSessionTTL       time.Duration // --data-session-ttl-minutes
+	MaxSessions          int           // --max-sessions
+	MaxSessionsPerCaller int           // --max-sessions-per-caller
+	WorkspaceQuota       int64         // --workspace-quota in bytes; negative: none
+	// WorkspaceDirs keeps workspaces as directories whose quota a watch
+	// enforces, even where a root server could give each a filesystem of
+	// its own (--workspace-fs dir).
+	WorkspaceDirs           bool
 	ExecTimeout             time.Duration // --exec-timeout-seconds
 	MaxOutputBytes          int64         // --max-output-bytes
 	MaxCodeBytes            int           // --max-code-bytes
@@ -278,6 +282,9 @@ func Run(ctx context.Context, o Options) error {
 			scfg.UIDs, scfg.Reach = &sessions.DefaultUIDs, true
 		}
 	}
+	if o.WorkspaceQuota > 0 && !o.WorkspaceDirs {
+		scfg.VolumeBytes = o.WorkspaceQuota
+	}
 	reg, err := sessions.New(scfg)
 	if err != nil {
 		return fmt.Errorf("state directory %s: %v", o.StateDir, err)
@@ -296,6 +303,15 @@ func Run(ctx context.Context, o Options) error {
 		defer db.Close()
 		defer db.RemoveAll(context.Background())
 		runOn = db
+	}
+	// Volumes go over whatever the backend mounted on the workspaces.
+	reg.StartVolumes()
+	if ok, note := reg.VolumeStatus(); note != "" {
+		if ok {
+			logger.Info("workspaces", "bound", note)
+		} else if scfg.VolumeBytes > 0 {
+			logger.Warn("workspaces", "bound", note)
+		}
 	}
 	// What dead servers left: their containers are gone by now (the
 	// writers stopped), so their workspaces go, in the background: no

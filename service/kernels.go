@@ -143,7 +143,7 @@ func (s *Service) kernelFor(ctx context.Context, ss *sessions.Session, language 
 	watching := sk.watching
 	sk.watching = true
 	sk.mu.Unlock()
-	if !watching && s.cfg.WorkspaceQuota > 0 {
+	if !watching && s.cfg.WorkspaceQuota > 0 && !ss.Bounded() {
 		go s.idleQuota(ss, sk)
 	}
 	return k, note, nil

@@ -257,11 +257,18 @@ type Stats struct {
 	WarmReady     int   // sessions waiting in the warm pool
 	RetainedBytes int64 // output the executions hold
 	Draining      bool
+	// WorkspaceFS is "filesystem" when each workspace is a filesystem of
+	// its own (the kernel bounds it), else "directory" (a watch does).
+	WorkspaceFS string
 }
 
 // Stats reads the server's gauges.
 func (s *Service) Stats() Stats {
-	return Stats{Running: s.mgr.Running(), Sessions: s.reg.Count(), WarmReady: s.WarmReady(), RetainedBytes: s.mgr.RetainedBytes(), Draining: s.reg.Draining()}
+	fs := "directory"
+	if ok, _ := s.reg.VolumeStatus(); ok {
+		fs = "filesystem"
+	}
+	return Stats{Running: s.mgr.Running(), Sessions: s.reg.Count(), WarmReady: s.WarmReady(), RetainedBytes: s.mgr.RetainedBytes(), Draining: s.reg.Draining(), WorkspaceFS: fs}
 }
 
 // WarmReady is how many sessions wait in the warm pool.

@@ -97,7 +97,11 @@ type watchedDir struct {
 // watch starts the watch of a run in ss, whose workspace was before (and
 // held start) when the run began.
 func (s *Service) watch(ss *sessions.Session, before sessions.Listing, start sessions.Usage) *runWatch {
-	w := &runWatch{s: s, ss: ss, quota: s.cfg.WorkspaceQuota, start: start, before: before,
+	quota := s.cfg.WorkspaceQuota
+	if ss.Bounded() {
+		quota = 0 // the workspace's own filesystem bounds it: a write past it fails in the run
+	}
+	w := &runWatch{s: s, ss: ss, quota: quota, start: start, before: before,
 		dirs: map[string]*watchedDir{}, pending: map[string]*runner.FileChange{}, announced: map[string]bool{},
 		quit: make(chan struct{}), loopDone: make(chan struct{})}
 	w.limit = max(w.quota, start.Bytes) // a workspace already over its quota may shrink, not grow

@@ -35,6 +35,7 @@ import (
 	"github.com/srt-mcp/srt-mcp/nofollow"
 	"github.com/srt-mcp/srt-mcp/opfile"
 	"github.com/srt-mcp/srt-mcp/printable"
+	"github.com/srt-mcp/srt-mcp/volume"
 )
 
 // WorkspaceMount is where a session's workspace appears in its sandboxes.
@@ -75,6 +76,11 @@ type Config struct {
 	// replica that holds the session; an id naming another replica is
 	// refused here.
 	Replica string
+	// VolumeBytes, when set, gives each session a filesystem of its own
+	// that holds this many bytes of files, its workspace and cache
+	// together (package volume: a root server). If the first volume
+	// cannot be made, sessions are directories and VolumeStatus says why.
+	VolumeBytes int64
 }
 
 // UIDRange is a range of host uids (and the same gids) the server owns.
@@ -117,6 +123,11 @@ type Registry struct {
 	lock  *os.File     // flock on dir/lock, held while the server runs
 
 	draining bool // Drain was called: no session is created any more
+
+	ready      chan string   // workspace directories with a volume mounted, ready for a session
+	kick       chan struct{} // asks fillVolumes for more
+	filling    chan struct{} // closed when fillVolumes returns
+	volumeNote string        // why sessions are directories when volumes were asked for
 }
 
 // Session is one data session.
@@ -135,8 +146,9 @@ type Session struct {
 	Cache       string // Dir/cache, the sandbox's ~/.cache (matplotlib's font cache, ...)
 	Created     time.Time
 
-	owner *Owner
-	uid   int // the session's own host uid (and gid) when the server gives one
+	volume bool // Dir holds a filesystem of its own: the kernel bounds it
+	owner  *Owner
+	uid    int // the session's own host uid (and gid) when the server gives one
 
 	mu       sync.Mutex
 	closers  map[int]func() // runs to stop when the session ends
@@ -251,8 +263,48 @@ func New(cfg Config) (*Registry, error) {
 		return nil, fmt.Errorf("locking %s: %w", s.dir, err)
 	}
 	s.lock = lock
+	s.detachLeftovers()
 	go s.sweepLoop()
 	return s, nil
+}
+
+// StartVolumes makes the first volume now, to learn whether volumes work
+// here (a root server in a container may not mount): if not, sessions
+// are directories, and VolumeStatus says why. Sessions created before are
+// directories. The server calls it once what it mounts over the
+// workspaces directory is in place (the Docker backend's nosuid bind):
+// a volume mounted before would be hidden under it.
+func (s *Registry) StartVolumes() {
+	if s.cfg.VolumeBytes <= 0 || s.ready != nil {
+		return
+	}
+	if ok, why := volume.Supported(); !ok {
+		s.cfg.VolumeBytes, s.volumeNote = 0, why
+		return
+	}
+	dir, err := s.newVolume()
+	if err != nil {
+		s.cfg.VolumeBytes = 0
+		s.volumeNote = "workspaces are directories with a watched quota: making a filesystem for one failed (" + err.Error() + ")"
+		return
+	}
+	s.ready = make(chan string, readyVolumes)
+	s.kick = make(chan struct{}, 1)
+	s.ready <- dir
+	s.filling = make(chan struct{})
+	go func() {
+		defer close(s.filling)
+		s.fillVolumes()
+	}()
+}
+
+// VolumeStatus describes how workspaces are bounded: each a filesystem of
+// its own (ok), or a directory whose quota a watch enforces, and why.
+func (s *Registry) VolumeStatus() (ok bool, note string) {
+	if s.cfg.VolumeBytes > 0 {
+		return true, fmt.Sprintf("each workspace is an ext4 filesystem of its own holding %d bytes with its cache (a write past it fails with ENOSPC)", s.cfg.VolumeBytes)
+	}
+	return false, s.volumeNote
 }
 
 // CacheTemplate is the directory copied into each new session's cache
@@ -588,13 +640,9 @@ func (s *Registry) CreateStorage(ttl time.Duration, max, perPrincipal int, princ
 }
 
 func (s *Registry) createLocked(id string) (*Session, error) {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	dir := filepath.Join(s.ws, hex.EncodeToString(b))
 	inc := make([]byte, 8)
 	_, _ = rand.Read(inc)
-	ss := &Session{ID: id, Incarnation: hex.EncodeToString(inc), Dir: dir, Workspace: filepath.Join(dir, "data"), Cache: filepath.Join(dir, "cache"),
-		Created: time.Now(), lastUsed: time.Now()}
+	ss := &Session{ID: id, Incarnation: hex.EncodeToString(inc), Created: time.Now(), lastUsed: time.Now()}
 	ss.owner = s.cfg.Owner
 	if s.cfg.UIDs != nil {
 		uid, err := s.allocUIDLocked()
@@ -604,22 +652,46 @@ func (s *Registry) createLocked(id string) (*Session, error) {
 		ss.uid = uid
 		ss.owner = &Owner{UID: uid, GID: uid}
 	}
-	if err := os.Mkdir(dir, s.dirMode()); err != nil {
+	fail := func(err error) (*Session, error) {
+		if ss.uid != 0 {
+			delete(s.uids, ss.uid)
+		}
 		return nil, err
 	}
-	if err := os.Chmod(dir, s.dirMode()); err != nil { // past the umask
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "instance"), []byte(s.Instance()), 0o600); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	// The cache holds the session's installed packages too (on PYTHONPATH
-	// from the start, so a kernel finds what install_package adds later).
-	for _, d := range []string{ss.Workspace, ss.Cache, filepath.Join(ss.Cache, "site-packages")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	if s.ready != nil {
+		dir, err := s.takeVolume()
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			return fail(sessErr("storage_full", "the server's storage cannot hold another workspace of %d bytes (SANDBOX_WORKSPACE_QUOTA); close a session, or free space on the server", s.cfg.VolumeBytes))
+		}
+		if err != nil {
+			return fail(sessErr("internal_error", "could not make the new session's filesystem: %s", hostless(err)))
+		}
+		ss.volume, ss.Dir = true, dir
+		ss.Workspace = filepath.Join(dir, volumeMount, volume.DataDir)
+		ss.Cache = filepath.Join(dir, volumeMount, volume.CacheDir)
+	} else {
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		dir := filepath.Join(s.ws, hex.EncodeToString(b))
+		ss.Dir, ss.Workspace, ss.Cache = dir, filepath.Join(dir, "data"), filepath.Join(dir, "cache")
+		if err := os.Mkdir(dir, s.dirMode()); err != nil {
+			return fail(err)
+		}
+		if err := os.Chmod(dir, s.dirMode()); err != nil { // past the umask
+			return fail(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "instance"), []byte(s.Instance()), 0o600); err != nil {
 			os.RemoveAll(dir)
-			return nil, err
+			return fail(err)
+		}
+		// The cache holds the session's installed packages too (on
+		// PYTHONPATH from the start, so a kernel finds what
+		// install_package adds later).
+		for _, d := range []string{ss.Workspace, ss.Cache, filepath.Join(ss.Cache, "site-packages")} {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				os.RemoveAll(dir)
+				return fail(err)
+			}
 		}
 	}
 	if t := s.CacheTemplate(); t != "" {
@@ -679,8 +751,9 @@ func (s *Registry) end(ss *Session) {
 	}
 	ss.mu.Unlock()
 	// The workspace is a tree the sandbox wrote: removed without following
-	// a link, at any depth, with a bounded number of open descriptors.
-	_ = nofollow.RemoveAll(ss.Dir)
+	// a link, at any depth, with a bounded number of open descriptors,
+	// after its filesystem (if it has one) is unmounted.
+	_ = removeWorkspace(ss.Dir)
 	if ss.uid != 0 {
 		s.mu.Lock()
 		delete(s.uids, ss.uid)
@@ -836,6 +909,10 @@ func (s *Registry) Shutdown() {
 	for _, ss := range all {
 		s.end(ss)
 	}
+	if s.filling != nil {
+		<-s.filling
+		s.dropReady()
+	}
 	if s.lock != nil {
 		_ = nofollow.RemoveAll(s.dir)
 		s.lock.Close()
@@ -911,34 +988,55 @@ func (s *Registry) RemoveLeftovers() (int, error) {
 	n := 0
 	var errs []error
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), cacheTemplate) {
-			continue // the servers' shared template
-		}
-		p := filepath.Join(s.ws, e.Name())
-		owner := ""
-		if d, err := nofollow.OpenDir(p); err == nil {
-			b, err := d.ReadFile("instance", 256)
-			d.Close()
-			if err == nil {
-				owner = string(b)
-			}
-		}
-		if owner == "" {
-			owner = instanceInName(e.Name()) // a MkdirTemp directory its server left before its instance file
-		}
-		if owner == s.Instance() || (owner != "" && InstanceAlive(s.cfg.StateDir, owner)) {
+		if !s.leftover(e.Name()) {
 			continue
 		}
-		if fi, err := os.Lstat(p); err == nil && owner == "" && fi.IsDir() && time.Since(fi.ModTime()) < time.Minute {
-			continue // a server creating it right now
-		}
-		if err := nofollow.RemoveAll(p); err != nil {
+		if err := removeWorkspace(filepath.Join(s.ws, e.Name())); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		n++
 	}
 	return n, errors.Join(errs...)
+}
+
+// leftover reports whether the workspaces directory's entry name is a dead
+// server's.
+func (s *Registry) leftover(name string) bool {
+	if strings.HasPrefix(name, cacheTemplate) {
+		return false // the servers' shared template
+	}
+	p := filepath.Join(s.ws, name)
+	owner := ""
+	if d, err := nofollow.OpenDir(p); err == nil {
+		b, err := d.ReadFile("instance", 256)
+		d.Close()
+		if err == nil {
+			owner = string(b)
+		}
+	}
+	if owner == "" {
+		owner = instanceInName(name) // a MkdirTemp directory its server left before its instance file
+	}
+	if owner == s.Instance() || (owner != "" && InstanceAlive(s.cfg.StateDir, owner)) {
+		return false
+	}
+	if fi, err := os.Lstat(p); err == nil && owner == "" && fi.IsDir() && time.Since(fi.ModTime()) < time.Minute {
+		return false // a server creating it right now
+	}
+	return true
+}
+
+// detachLeftovers unmounts the volumes of dead servers' workspaces (the
+// rest of them goes later, in RemoveLeftovers): before anything is
+// mounted over the workspaces directory, which would hide them for good.
+func (s *Registry) detachLeftovers() {
+	ents, _ := os.ReadDir(s.ws)
+	for _, e := range ents {
+		if mnt := filepath.Join(s.ws, e.Name(), volumeMount); volume.Mounted(mnt) && s.leftover(e.Name()) {
+			_ = volume.Unmount(mnt)
+		}
+	}
 }
 
 // instanceInName is the instance a MkdirTemp directory's name carries
@@ -1221,6 +1319,9 @@ func (ss *Session) WriteFile(rel string, data []byte, overwrite bool) (string, e
 	}
 	if werr != nil {
 		_ = dir.Remove(tmp)
+		if ss.volume && (errors.Is(werr, syscall.ENOSPC) || errors.Is(werr, syscall.EDQUOT)) {
+			return "", ss.fullErr(rel, int64(len(data)))
+		}
 		return "", fileErr(rel, werr)
 	}
 	return WorkspaceMount + "/" + rel, nil
@@ -1316,7 +1417,17 @@ func (ss *Session) walk(fn func(rel string, st nofollow.Stat)) (bool, error) {
 	if errors.Is(err, nofollow.ErrTooMany) {
 		return true, nil
 	}
-	return false, err
+	if err != nil {
+		// A reply may carry it: the walk's error names no host path.
+		ss.mu.Lock()
+		closed := ss.closed
+		ss.mu.Unlock()
+		if closed {
+			return false, sessErr("session_not_found", "Session %s was closed while its workspace was being read", ss.ID)
+		}
+		return false, sessErr("internal_error", "reading %s: %s", WorkspaceMount, hostless(err))
+	}
+	return false, nil
 }
 
 // Usage walks the workspace and totals what it holds.

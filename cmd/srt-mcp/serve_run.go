@@ -102,6 +102,14 @@ func serveOptions(c *cli.Context) (server.Options, error) {
 	if err != nil {
 		return o, cli.Exit("--workspace-quota (SANDBOX_WORKSPACE_QUOTA): "+err.Error(), exitUsage)
 	}
+	workspaceDirs := false
+	switch c.String("workspace-fs") {
+	case "auto":
+	case "dir":
+		workspaceDirs = true
+	default:
+		return o, cli.Exit(fmt.Sprintf("--workspace-fs (SANDBOX_WORKSPACE_FS) %q: use auto or dir", c.String("workspace-fs")), exitUsage)
+	}
 	replica := c.String("replica-id")
 	if replica != "" && !replicaName.MatchString(replica) {
 		return o, cli.Exit(fmt.Sprintf("--replica-id (SANDBOX_REPLICA_ID) %q: use 1 to 32 lower-case letters, digits and '-' (not first or last), e.g. srt-0", replica), exitUsage)
@@ -182,6 +190,7 @@ func serveOptions(c *cli.Context) (server.Options, error) {
 		MaxSessions:             c.Int("max-sessions"),
 		MaxSessionsPerCaller:    c.Int("max-sessions-per-caller"),
 		WorkspaceQuota:          quota,
+		WorkspaceDirs:           workspaceDirs,
 		ExecTimeout:             time.Duration(c.Int("exec-timeout-seconds")) * time.Second,
 		MaxOutputBytes:          c.Int64("max-output-bytes"),
 		MaxCodeBytes:            c.Int("max-code-bytes"),

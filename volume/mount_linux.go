@@ -1,0 +1,134 @@
+//go:build linux
+
+package volume
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+const noFollow = unix.O_NOFOLLOW
+
+// Supported reports whether this process can give workspaces filesystems
+// of their own, and if not, why (a sentence naming what is missing).
+func Supported() (bool, string) {
+	s := support()
+	return s == "", s
+}
+
+var support = sync.OnceValue(func() string {
+	if os.Geteuid() != 0 {
+		return "workspaces are directories with a watched quota: a filesystem per workspace needs a root server (loop devices and mount)"
+	}
+	if err := unix.Access("/dev/loop-control", unix.R_OK|unix.W_OK); err != nil {
+		return "workspaces are directories with a watched quota: /dev/loop-control is not usable here (" + err.Error() + "); a filesystem per workspace needs loop devices"
+	}
+	if mkfs() == "" {
+		return "workspaces are directories with a watched quota: mkfs.ext4 is not installed (Debian: apt install e2fsprogs)"
+	}
+	return ""
+})
+
+// Mount attaches image to a free loop device and mounts its ext4 on dir
+// (nodev, nosuid). The image is opened without following a link and must
+// be a regular file; the mount goes onto the directory opened the same
+// way. The loop device frees itself when the filesystem is unmounted and
+// no sandbox holds it any more.
+func Mount(image, dir string) error {
+	img, err := os.OpenFile(image, os.O_RDWR|noFollow, 0)
+	if err != nil {
+		return err
+	}
+	defer img.Close()
+	if fi, err := img.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", image)
+	}
+	target, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(target)
+	dev, loop, err := attach(img)
+	if err != nil {
+		return err
+	}
+	// Closing loop frees the device (autoclear) unless the mount holds it.
+	defer loop.Close()
+	err = unix.Mount(dev, "/proc/self/fd/"+strconv.Itoa(target), "ext4", unix.MS_NODEV|unix.MS_NOSUID|unix.MS_NOATIME, "errors=remount-ro")
+	if err != nil {
+		return fmt.Errorf("mounting %s: %w", dev, err)
+	}
+	return nil
+}
+
+// attach binds img to a free loop device (LOOP_CONFIGURE, autoclear,
+// direct I/O: the image's pages are not cached twice) and returns the
+// device's path and an open descriptor of it.
+func attach(img *os.File) (string, *os.File, error) {
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+	if err != nil {
+		return "", nil, err
+	}
+	defer ctl.Close()
+	for try := 0; ; try++ {
+		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			return "", nil, fmt.Errorf("no free loop device: %w", err)
+		}
+		dev := "/dev/loop" + strconv.Itoa(n)
+		loop, err := os.OpenFile(dev, os.O_RDWR, 0)
+		if err != nil {
+			return "", nil, err
+		}
+		cfg := unix.LoopConfig{Fd: uint32(img.Fd())}
+		cfg.Info.Flags = unix.LO_FLAGS_AUTOCLEAR | unix.LO_FLAGS_DIRECT_IO
+		err = unix.IoctlLoopConfigure(int(loop.Fd()), &cfg)
+		if err == nil {
+			return dev, loop, nil
+		}
+		loop.Close()
+		// Another process took the device between GET_FREE and here.
+		if !errors.Is(err, unix.EBUSY) || try == 16 {
+			return "", nil, fmt.Errorf("configuring %s: %w", dev, err)
+		}
+	}
+}
+
+// Unmount detaches the filesystem mounted on dir (lazily: a sandbox still
+// running keeps its view until it exits). It never follows a link at dir.
+func Unmount(dir string) error {
+	err := unix.Unmount(dir, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
+	if errors.Is(err, unix.EINVAL) {
+		return nil // not a mount point
+	}
+	return err
+}
+
+// Mounted reports whether dir (not followed if a link) is a mount point of
+// a filesystem other than its parent's.
+func Mounted(dir string) bool {
+	var st, parent unix.Stat_t
+	if unix.Lstat(dir, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return false
+	}
+	if unix.Lstat(dir+"/..", &parent) != nil {
+		return false
+	}
+	return st.Dev != parent.Dev
+}
+
+// dieWithParent makes mkfs get SIGKILL when the server dies.
+func dieWithParent() *unix.SysProcAttr { return &unix.SysProcAttr{Pdeathsig: unix.SIGKILL} }
+
+// reserve sizes f to size bytes, every block allocated.
+func reserve(f *os.File, size int64) error {
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+		return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
+	}
+	return nil
+}

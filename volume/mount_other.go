@@ -1,0 +1,30 @@
+//go:build !linux
+
+package volume
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+const noFollow = 0
+
+// Supported reports that workspaces are directories here: loop devices
+// and ext4 are Linux's.
+func Supported() (bool, string) {
+	return false, "workspaces are directories with a watched quota: a filesystem per workspace needs Linux"
+}
+
+// Mount is not available here.
+func Mount(image, dir string) error { return errors.New("volume: not supported on this system") }
+
+// Unmount is not available here.
+func Unmount(dir string) error { return nil }
+
+// Mounted reports false: nothing is mounted here.
+func Mounted(dir string) bool { return false }
+
+func dieWithParent() *syscall.SysProcAttr { return nil }
+
+func reserve(f *os.File, size int64) error { return errors.New("volume: not supported on this system") }
