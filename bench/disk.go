@@ -91,7 +91,7 @@ func (s *suite) disk() error {
 	}
 	type result struct{ dir, vol []float64 }
 	var seq, small result
-	for round := 0; round < 3; round++ {
+	for round := 0; round < 5; round++ {
 		for _, w := range []struct {
 			ws  string
 			out *[]float64
@@ -109,7 +109,7 @@ func (s *suite) disk() error {
 			*w.sm = append(*w.sm, fps)
 		}
 	}
-	s.printf("\n%-44s %12s %12s %8s\n", "writing in the workspace (median of 3)", "directory", "filesystem", "ratio")
+	s.printf("\n%-44s %12s %12s %8s\n", "writing in the workspace (median of 5)", "directory", "filesystem", "ratio")
 	s.printf("%-44s %8.0f MB/s %8.0f MB/s %7.2fx\n", "1 GB sequential, fsync", median(seq.dir), median(seq.vol), median(seq.vol)/median(seq.dir))
 	s.printf("%-44s %6.0f files/s %6.0f files/s %7.2fx\n", "10,000 files of 4 KiB", median(small.dir), median(small.vol), median(small.vol)/median(small.dir))
 	r := median(seq.vol) / median(seq.dir)

@@ -124,10 +124,12 @@ type Registry struct {
 
 	draining bool // Drain was called: no session is created any more
 
-	ready      chan string   // workspace directories with a volume mounted, ready for a session
-	kick       chan struct{} // asks fillVolumes for more
-	filling    chan struct{} // closed when fillVolumes returns
-	volumeNote string        // why sessions are directories when volumes were asked for
+	promisedMu sync.Mutex
+	promised   map[string]int64 // this server's volumes (by directory): their images' sizes
+	ready      chan string      // workspace directories with a volume mounted, ready for a session
+	kick       chan struct{}    // asks fillVolumes for more
+	filling    chan struct{}    // closed when fillVolumes returns
+	volumeNote string           // why sessions are directories when volumes were asked for
 }
 
 // Session is one data session.
@@ -282,6 +284,7 @@ func (s *Registry) StartVolumes() {
 		s.cfg.VolumeBytes, s.volumeNote = 0, why
 		return
 	}
+	s.promised = map[string]int64{}
 	dir, err := s.newVolume()
 	if err != nil {
 		s.cfg.VolumeBytes = 0
@@ -753,7 +756,7 @@ func (s *Registry) end(ss *Session) {
 	// The workspace is a tree the sandbox wrote: removed without following
 	// a link, at any depth, with a bounded number of open descriptors,
 	// after its filesystem (if it has one) is unmounted.
-	_ = removeWorkspace(ss.Dir)
+	_ = s.removeVolume(ss.Dir)
 	if ss.uid != 0 {
 		s.mu.Lock()
 		delete(s.uids, ss.uid)

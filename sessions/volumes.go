@@ -58,7 +58,7 @@ func (s *Registry) newVolume() (dir string, err error) {
 	}
 	defer func() {
 		if err != nil {
-			removeWorkspace(dir)
+			s.removeVolume(dir)
 		}
 	}()
 	if err := os.Chmod(dir, s.dirMode()); err != nil {
@@ -70,7 +70,16 @@ func (s *Registry) newVolume() (dir string, err error) {
 	size := s.cfg.VolumeBytes
 	inodes := VolumeInodes(size)
 	image := filepath.Join(dir, "image")
-	if err := volume.Format(image, size+volume.Overhead(size, inodes), inodes); err != nil {
+	imageBytes := size + volume.Overhead(size, inodes)
+	if err := s.promise(dir, imageBytes); err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			s.forget(dir)
+		}
+	}()
+	if err := volume.Format(image, imageBytes, inodes); err != nil {
 		return "", err
 	}
 	mnt := filepath.Join(dir, volumeMount)
@@ -110,10 +119,48 @@ func (s *Registry) takeVolume() (string, error) {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	named := filepath.Join(s.ws, hex.EncodeToString(b))
+	s.promisedMu.Lock()
+	defer s.promisedMu.Unlock()
 	if os.Rename(dir, named) != nil {
 		return dir, nil // it works under its ready name too
 	}
+	s.promised[named] = s.promised[dir]
+	delete(s.promised, dir)
 	return named, nil
+}
+
+// promise admits a new volume of imageBytes in dir only if the state
+// directory's filesystem has room for it and for what every volume of
+// this server may still grow by (its image's size less what the host
+// allocated): images are sparse, so without this the host's disk could
+// fill before a session reached its quota, and its writes would fail as
+// I/O errors instead of ENOSPC at its quota.
+func (s *Registry) promise(dir string, imageBytes int64) error {
+	s.promisedMu.Lock()
+	defer s.promisedMu.Unlock()
+	var st unix.Statfs_t
+	if err := unix.Statfs(s.ws, &st); err != nil {
+		return err
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	owed := imageBytes
+	for d, n := range s.promised {
+		if a, err := volume.Allocated(filepath.Join(d, "image")); err == nil {
+			owed += max(n-a, 0)
+		}
+	}
+	if owed > free {
+		return &os.PathError{Op: "reserve", Path: dir, Err: unix.ENOSPC}
+	}
+	s.promised[dir] = imageBytes
+	return nil
+}
+
+// forget drops a removed volume's promise.
+func (s *Registry) forget(dir string) {
+	s.promisedMu.Lock()
+	delete(s.promised, dir)
+	s.promisedMu.Unlock()
 }
 
 // refill asks the filler for more ready volumes.
@@ -141,7 +188,7 @@ func (s *Registry) fillVolumes() {
 			}
 			select {
 			case <-s.stop:
-				removeWorkspace(dir)
+				s.removeVolume(dir)
 				return
 			default:
 				s.ready <- dir // only this goroutine sends, below the capacity
@@ -160,7 +207,7 @@ func (s *Registry) dropReady() {
 	for {
 		select {
 		case dir := <-s.ready:
-			removeWorkspace(dir)
+			s.removeVolume(dir)
 		default:
 			return
 		}
@@ -185,6 +232,14 @@ func removeWorkspace(dir string) error {
 		return errors.Join(append(errs, &os.PathError{Op: "unmount", Path: mnt, Err: unix.EBUSY})...)
 	}
 	return errors.Join(append(errs, nofollow.RemoveAll(dir))...)
+}
+
+// removeVolume removes one of this server's workspace directories and
+// drops its promise.
+func (s *Registry) removeVolume(dir string) error {
+	err := removeWorkspace(dir)
+	s.forget(dir)
+	return err
 }
 
 // hostless is err's text without the host paths it names (a reply may

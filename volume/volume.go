@@ -59,15 +59,12 @@ var mkfs = sync.OnceValue(func() string {
 	return ""
 })
 
-// Format makes image, a new file of size bytes (mode 0600, never an
-// existing file or a link) whose blocks the host's filesystem reserves at
-// once (fallocate: instant, nothing written), and formats it ext4 for up
-// to inodes files, with no blocks reserved for root and the smallest
-// journal. A sparse image would promise space the host may not have when
-// the session writes: the host's disk filling up would turn the
-// session's writes into I/O errors and lost data, where a reserved image
-// fails here, at creation, with ENOSPC. On error nothing is left at
-// image.
+// Format makes image, a new sparse file of size bytes (mode 0600, never an
+// existing file or a link), and formats it ext4 for up to inodes files,
+// with no blocks reserved for root and the smallest journal. The host
+// allocates its blocks as the workspace writes them, up to size: the
+// caller makes sure the host has room for what it promised (see
+// Allocated). On error nothing is left at image.
 func Format(image string, size int64, inodes int) (err error) {
 	if ok, why := Supported(); !ok {
 		return errors.New(why)
@@ -81,16 +78,15 @@ func Format(image string, size int64, inodes int) (err error) {
 			os.Remove(image)
 		}
 	}()
-	err = reserve(f, size)
+	err = f.Truncate(size)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return err
 	}
-	// lazy_*_init: mkfs leaves the tables it would zero as they are (the
-	// reserved blocks read as zeros), so formatting writes a few MiB, not
-	// the image; nodiscard keeps the reservation.
+	// lazy_*_init: mkfs leaves the tables it would zero as holes (a sparse
+	// file reads zeros), so formatting writes a few MiB, not the image.
 	cmd := exec.Command(mkfs(), "-q", "-F", "-t", "ext4", "-b", "4096", "-I", strconv.Itoa(inodeSize),
 		"-m", "0", "-N", strconv.Itoa(max(inodes, 64)), "-J", "size=4",
 		"-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", "-O", "^resize_inode", image)
@@ -100,4 +96,13 @@ func Format(image string, size int64, inodes int) (err error) {
 		return fmt.Errorf("mkfs.ext4: %v: %s", err, strings.ReplaceAll(strings.TrimSpace(string(out)), image, "the image"))
 	}
 	return nil
+}
+
+// Allocated is how many bytes of image the host has allocated.
+func Allocated(image string) (int64, error) {
+	fi, err := os.Lstat(image)
+	if err != nil {
+		return 0, err
+	}
+	return allocated(fi), nil
 }
