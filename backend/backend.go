@@ -40,6 +40,10 @@ type Backend interface {
 	// Release frees what the session's sandbox holds between runs (a
 	// container) but keeps the session; its next run starts a new one.
 	Release(b Box)
+	// Recycle removes the session's sandbox now, whatever still runs in
+	// it (its interpreters were stopped), and keeps the session: its
+	// files changed under it (a restore), and the next run starts anew.
+	Recycle(b Box)
 	// Cleanup removes sandboxes that no live server owns and returns how
 	// many it removed.
 	Cleanup(ctx context.Context) (int, error)
@@ -142,6 +146,9 @@ func (n *Native) Ready(context.Context) (string, error) { return "", nil }
 
 // Release implements Backend: nothing is held between runs.
 func (n *Native) Release(Box) {}
+
+// Recycle implements Backend: nothing is held between runs.
+func (n *Native) Recycle(Box) {}
 
 // Destroy implements Backend: a native run leaves no sandbox behind.
 func (n *Native) Destroy(Box) error { return nil }

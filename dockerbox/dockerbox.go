@@ -172,8 +172,11 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if b.stage, err = stageBinary(cfg.StateDir, cfg.ExecStage); err != nil {
 		return fail(&runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "staging srt-mcp's exec stage: " + err.Error()})
 	}
-	if os.Geteuid() == 0 {
-		b.nosuid = mountNosuid(filepath.Join(cfg.StateDir, "workspaces"))
+	// Workspaces that are filesystems of their own are nosuid,nodev
+	// already; a bind over the directory holding them would hide them
+	// (this server's, or another's sharing the state directory).
+	if ws := filepath.Join(cfg.StateDir, "workspaces"); os.Geteuid() == 0 && !mountsUnder(ws) {
+		b.nosuid = mountNosuid(ws)
 	}
 	if err := os.MkdirAll(b.recordDir(), 0o700); err != nil {
 		return fail(err)
@@ -393,6 +396,11 @@ func (b *Backend) Container(ctx context.Context, bx backend.Box) (*box, error) {
 			Init:           &init,
 			AutoRemove:     true, // a dead PID 1 takes the container (and its anonymous volumes) with it
 			Tmpfs:          map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", b.cfg.TmpBytes)},
+			// sysfs is not namespaced: a loop device's backing_file names
+			// every workspace image's host path (the state directory, the
+			// next session's ready volume). Docker's own masks, and the
+			// block devices.
+			MaskedPaths: maskedPaths,
 			Mounts: []mount.Mount{
 				{Type: mount.TypeBind, Source: bx.Workspace, Target: sessions.WorkspaceMount},
 				{Type: mount.TypeBind, Source: bx.Cache, Target: CacheMount},
@@ -435,6 +443,15 @@ func (b *Backend) Container(ctx context.Context, bx backend.Box) (*box, error) {
 	}
 	b.containers[key] = c
 	return c, nil
+}
+
+// maskedPaths are Docker's default masked paths and the host's block
+// devices (sysfs shows each loop device's backing file).
+var maskedPaths = []string{
+	"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware",
+	"/sys/devices/virtual/powercap",
+	"/sys/block", "/sys/class/block", "/sys/devices/virtual/block", "/proc/partitions", "/proc/fs",
 }
 
 // CacheMount is the session's cache directory inside its container, the
@@ -506,6 +523,20 @@ func (b *Backend) Release(bx backend.Box) {
 	if ok && c.running > 0 {
 		ok = false // a run is using it; it goes with the session
 	}
+	if ok {
+		delete(b.containers, bx.Workspace)
+	}
+	b.mu.Unlock()
+	if ok {
+		b.remove(c.id)
+	}
+}
+
+// Recycle implements backend.Backend: the session's container goes even
+// if an exec is still counted in it (an interpreter just stopped).
+func (b *Backend) Recycle(bx backend.Box) {
+	b.mu.Lock()
+	c, ok := b.containers[bx.Workspace]
 	if ok {
 		delete(b.containers, bx.Workspace)
 	}

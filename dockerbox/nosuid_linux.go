@@ -106,3 +106,18 @@ func privateBinDir(dir string) string {
 	}
 	return dir
 }
+
+// mountsUnder reports whether anything is mounted below dir (workspaces'
+// own filesystems).
+func mountsUnder(dir string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			return true
+		}
+	}
+	return false
+}

@@ -8,3 +8,5 @@ func unmountNosuid(string) {}
 
 // privateBinDir leaves dir a directory here.
 func privateBinDir(string) string { return "" }
+
+func mountsUnder(string) bool { return false }

@@ -96,6 +96,7 @@ func New(cfg Config, svc *service.Service) *Server {
 	s.addTools()
 	s.addDataTools()
 	s.addWorkspaceTools()
+	s.addSnapshotTools()
 	s.addInstallTool()
 	s.addSeed003Tools()
 	s.markRoutable()

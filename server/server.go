@@ -94,6 +94,8 @@ type Options struct {
 	MaxSessions          int           // --max-sessions
 	MaxSessionsPerCaller int           // --max-sessions-per-caller
 	WorkspaceQuota       int64         // --workspace-quota in bytes; negative: none
+	SnapshotTTL          time.Duration // --snapshot-ttl
+	SnapshotBudget       int64         // --snapshot-budget (bytes per principal)
 	// WorkspaceDirs keeps workspaces as directories whose quota a watch
 	// enforces, even where a root server could give each a filesystem of
 	// its own (--workspace-fs dir).
@@ -290,6 +292,16 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("state directory %s: %v", o.StateDir, err)
 	}
 	defer reg.Shutdown()
+	// Volumes first: the Docker backend then leaves the workspaces
+	// directory as it is (a nosuid bind over it would hide them).
+	reg.StartVolumes()
+	if ok, note := reg.VolumeStatus(); note != "" {
+		if ok {
+			logger.Info("workspaces", "bound", note)
+		} else if scfg.VolumeBytes > 0 {
+			logger.Warn("workspaces", "bound", note)
+		}
+	}
 	var runOn backend.Backend = native
 	if docker {
 		execStage := o.StageBinary
@@ -303,15 +315,6 @@ func Run(ctx context.Context, o Options) error {
 		defer db.Close()
 		defer db.RemoveAll(context.Background())
 		runOn = db
-	}
-	// Volumes go over whatever the backend mounted on the workspaces.
-	reg.StartVolumes()
-	if ok, note := reg.VolumeStatus(); note != "" {
-		if ok {
-			logger.Info("workspaces", "bound", note)
-		} else if scfg.VolumeBytes > 0 {
-			logger.Warn("workspaces", "bound", note)
-		}
 	}
 	// What dead servers left: their containers are gone by now (the
 	// writers stopped), so their workspaces go, in the background: no
@@ -342,6 +345,7 @@ func Run(ctx context.Context, o Options) error {
 		ExecTimeout: o.ExecTimeout, MaxOutputBytes: o.MaxOutputBytes,
 		MaxCodeBytes: o.MaxCodeBytes, MaxUploadBytes: o.MaxUploadBytes, MaxArtifactRead: o.MaxArtifactRead,
 		WorkspaceQuota: o.WorkspaceQuota, MaxSessionsPerCaller: o.MaxSessionsPerCaller,
+		SnapshotTTL: o.SnapshotTTL, SnapshotBudget: o.SnapshotBudget,
 		PipIndex: o.PipIndex, WarmPool: o.WarmPool, Files: signer, Observe: metrics.Observe,
 		PrincipalShare: o.PrincipalShare,
 		Holds: map[string]service.HoldLimit{

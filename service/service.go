@@ -61,6 +61,11 @@ type Config struct {
 	// WorkspaceQuota bounds what one session's workspace holds
 	// (SANDBOX_WORKSPACE_QUOTA, 1 GiB); negative: no quota.
 	WorkspaceQuota int64
+	// SnapshotTTL is how long a workspace snapshot is kept (24 h);
+	// SnapshotBudget bounds the bytes one principal's snapshots hold
+	// together (4 × WorkspaceQuota).
+	SnapshotTTL    time.Duration
+	SnapshotBudget int64
 	// MaxSessionsPerCaller bounds the sessions one caller (an MCP session,
 	// a principal) holds open at once (SANDBOX_MAX_SESSIONS_PER_CALLER, 10).
 	MaxSessionsPerCaller int
@@ -145,6 +150,12 @@ func New(cfg Config, mgr *executions.Manager) *Service {
 	}
 	if cfg.MaxSessionsPerCaller <= 0 {
 		cfg.MaxSessionsPerCaller = 10
+	}
+	if cfg.SnapshotTTL <= 0 {
+		cfg.SnapshotTTL = 24 * time.Hour
+	}
+	if cfg.SnapshotBudget <= 0 && cfg.WorkspaceQuota > 0 {
+		cfg.SnapshotBudget = 4 * cfg.WorkspaceQuota
 	}
 	if cfg.PipIndex == "" {
 		cfg.PipIndex = DefaultPipIndex

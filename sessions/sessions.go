@@ -124,12 +124,10 @@ type Registry struct {
 
 	draining bool // Drain was called: no session is created any more
 
-	promisedMu sync.Mutex
-	promised   map[string]int64 // this server's volumes (by directory): their images' sizes
-	ready      chan string      // workspace directories with a volume mounted, ready for a session
-	kick       chan struct{}    // asks fillVolumes for more
-	filling    chan struct{}    // closed when fillVolumes returns
-	volumeNote string           // why sessions are directories when volumes were asked for
+	ready      chan string   // workspace directories with a volume mounted, ready for a session
+	kick       chan struct{} // asks fillVolumes for more
+	filling    chan struct{} // closed when fillVolumes returns
+	volumeNote string        // why sessions are directories when volumes were asked for
 }
 
 // Session is one data session.
@@ -284,7 +282,6 @@ func (s *Registry) StartVolumes() {
 		s.cfg.VolumeBytes, s.volumeNote = 0, why
 		return
 	}
-	s.promised = map[string]int64{}
 	dir, err := s.newVolume()
 	if err != nil {
 		s.cfg.VolumeBytes = 0
@@ -305,7 +302,14 @@ func (s *Registry) StartVolumes() {
 // its own (ok), or a directory whose quota a watch enforces, and why.
 func (s *Registry) VolumeStatus() (ok bool, note string) {
 	if s.cfg.VolumeBytes > 0 {
-		return true, fmt.Sprintf("each workspace is an ext4 filesystem of its own holding %d bytes with its cache (a write past it fails with ENOSPC)", s.cfg.VolumeBytes)
+		note = fmt.Sprintf("each workspace is an ext4 filesystem of its own holding %d bytes with its cache (a write past it fails with ENOSPC)", s.cfg.VolumeBytes)
+		var st unix.Statfs_t
+		if unix.Statfs(s.ws, &st) == nil {
+			if free, want := int64(st.Bavail)*int64(st.Bsize), int64(s.cfg.Max)*s.cfg.VolumeBytes; free < want {
+				note += fmt.Sprintf("; the state directory's disk has %d bytes free, less than --max-sessions (%d) workspaces filled to the quota: if they all fill, writes in one may fail with EIO", free, s.cfg.Max)
+			}
+		}
+		return true, note
 	}
 	return false, s.volumeNote
 }
@@ -873,6 +877,7 @@ func (s *Registry) sweepLoop() {
 			return
 		case now := <-t.C:
 			s.Sweep(now)
+			s.SweepSnapshots(now)
 		}
 	}
 }
@@ -1288,7 +1293,7 @@ func (ss *Session) WriteFile(rel string, data []byte, overwrite bool) (string, e
 	defer root.Close()
 	dir, base, err := ss.parentOf(root, rel, true)
 	if err != nil {
-		return "", fileErr(rel, err)
+		return "", ss.writeErr(rel, int64(len(data)), err)
 	}
 	defer dir.Close()
 	if st, err := dir.Lstat(base); err == nil {
@@ -1306,7 +1311,7 @@ func (ss *Session) WriteFile(rel string, data []byte, overwrite bool) (string, e
 	tmp := ".upload-" + hex.EncodeToString(b)
 	f, err := dir.OpenFile(tmp, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, 0o644)
 	if err != nil {
-		return "", fileErr(rel, err)
+		return "", ss.writeErr(rel, int64(len(data)), err)
 	}
 	_, werr := f.Write(data)
 	if werr == nil && ss.owner != nil {
@@ -1322,10 +1327,7 @@ func (ss *Session) WriteFile(rel string, data []byte, overwrite bool) (string, e
 	}
 	if werr != nil {
 		_ = dir.Remove(tmp)
-		if ss.volume && (errors.Is(werr, syscall.ENOSPC) || errors.Is(werr, syscall.EDQUOT)) {
-			return "", ss.fullErr(rel, int64(len(data)))
-		}
-		return "", fileErr(rel, werr)
+		return "", ss.writeErr(rel, int64(len(data)), werr)
 	}
 	return WorkspaceMount + "/" + rel, nil
 }

@@ -30,8 +30,7 @@ import (
 	"github.com/srt-mcp/srt-mcp/volume"
 )
 
-// readyVolumes is how many volumes wait for the next sessions (each
-// holds its quota's space on the host).
+// readyVolumes is how many volumes wait for the next sessions.
 const readyVolumes = 1
 
 // volumeMount is the mount point's name in a workspace directory.
@@ -71,14 +70,9 @@ func (s *Registry) newVolume() (dir string, err error) {
 	inodes := VolumeInodes(size)
 	image := filepath.Join(dir, "image")
 	imageBytes := size + volume.Overhead(size, inodes)
-	if err := s.promise(dir, imageBytes); err != nil {
+	if err := s.room(dir, imageBytes); err != nil {
 		return "", err
 	}
-	defer func() {
-		if err != nil {
-			s.forget(dir)
-		}
-	}()
 	if err := volume.Format(image, imageBytes, inodes); err != nil {
 		return "", err
 	}
@@ -119,48 +113,27 @@ func (s *Registry) takeVolume() (string, error) {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	named := filepath.Join(s.ws, hex.EncodeToString(b))
-	s.promisedMu.Lock()
-	defer s.promisedMu.Unlock()
 	if os.Rename(dir, named) != nil {
 		return dir, nil // it works under its ready name too
 	}
-	s.promised[named] = s.promised[dir]
-	delete(s.promised, dir)
 	return named, nil
 }
 
-// promise admits a new volume of imageBytes in dir only if the state
-// directory's filesystem has room for it and for what every volume of
-// this server may still grow by (its image's size less what the host
-// allocated): images are sparse, so without this the host's disk could
-// fill before a session reached its quota, and its writes would fail as
-// I/O errors instead of ENOSPC at its quota.
-func (s *Registry) promise(dir string, imageBytes int64) error {
-	s.promisedMu.Lock()
-	defer s.promisedMu.Unlock()
+// room admits a new volume of imageBytes only if the state directory's
+// filesystem can hold all of it now. Images are sparse, so the quotas of
+// all workspaces together may exceed the disk, as directories' did (one
+// LibreChat upload is a workspace kept a day: reserving each quota would
+// refuse uploads after a few dozen); a workspace is never made that could
+// not grow to its quota alone.
+func (s *Registry) room(dir string, imageBytes int64) error {
 	var st unix.Statfs_t
 	if err := unix.Statfs(s.ws, &st); err != nil {
 		return err
 	}
-	free := int64(st.Bavail) * int64(st.Bsize)
-	owed := imageBytes
-	for d, n := range s.promised {
-		if a, err := volume.Allocated(filepath.Join(d, "image")); err == nil {
-			owed += max(n-a, 0)
-		}
-	}
-	if owed > free {
+	if int64(st.Bavail)*int64(st.Bsize) < imageBytes {
 		return &os.PathError{Op: "reserve", Path: dir, Err: unix.ENOSPC}
 	}
-	s.promised[dir] = imageBytes
 	return nil
-}
-
-// forget drops a removed volume's promise.
-func (s *Registry) forget(dir string) {
-	s.promisedMu.Lock()
-	delete(s.promised, dir)
-	s.promisedMu.Unlock()
 }
 
 // refill asks the filler for more ready volumes.
@@ -234,13 +207,8 @@ func removeWorkspace(dir string) error {
 	return errors.Join(append(errs, nofollow.RemoveAll(dir))...)
 }
 
-// removeVolume removes one of this server's workspace directories and
-// drops its promise.
-func (s *Registry) removeVolume(dir string) error {
-	err := removeWorkspace(dir)
-	s.forget(dir)
-	return err
-}
+// removeVolume removes one of this server's workspace directories.
+func (s *Registry) removeVolume(dir string) error { return removeWorkspace(dir) }
 
 // hostless is err's text without the host paths it names (a reply may
 // carry it).
@@ -270,9 +238,24 @@ func (ss *Session) Space() (used, free int64, ok bool) {
 }
 
 // fullErr is the error of a write of n bytes at rel that the session's
-// full filesystem refused.
+// full filesystem refused (its bytes, or its files).
 func (ss *Session) fullErr(rel string, n int64) error {
 	used, free, _ := ss.Space()
-	return &Error{Code: "quota_exceeded", Message: fmt.Sprintf("%s/%s (%d bytes) does not fit: the workspace's filesystem is full (%d bytes used with its cache, %d free; SANDBOX_WORKSPACE_QUOTA); delete files first; nothing was written",
-		WorkspaceMount, rel, n, used, free)}
+	files := ""
+	var st unix.Statfs_t
+	if unix.Statfs(ss.Workspace, &st) == nil && st.Ffree == 0 {
+		files = fmt.Sprintf(", and all its %d files are in use", st.Files)
+	}
+	return &Error{Code: "quota_exceeded", Message: fmt.Sprintf("%s/%s (%d bytes) does not fit: the workspace's filesystem is full (%d bytes used with its cache, %d free%s; SANDBOX_WORKSPACE_QUOTA); delete files first; nothing was written",
+		WorkspaceMount, rel, n, used, free, files)}
+}
+
+// writeErr is fileErr for a write of n bytes at rel, where a full
+// filesystem of the session's own (blocks or inodes) is its quota, not
+// the server's disk.
+func (ss *Session) writeErr(rel string, n int64, err error) error {
+	if ss.volume && isFull(err) {
+		return ss.fullErr(rel, n)
+	}
+	return fileErr(rel, err)
 }

@@ -3,17 +3,19 @@
 package sessions
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
-// Images are sparse: a server admits a volume only while the state
-// directory's filesystem has room for it and for what its other volumes
-// may still grow by, so the host's disk never fills before a session
-// reaches its quota. Past that, a new session is storage_full.
-func TestVolumePromisesNoMoreThanTheDiskHolds(t *testing.T) {
+// Images are sparse: a server makes a workspace only while the state
+// directory's filesystem can hold its whole quota, and says storage_full
+// (no host path) past that; a server whose first volume does not fit at
+// all falls back to directories.
+func TestVolumeNeedsRoomForItsQuota(t *testing.T) {
 	requireVolumes(t)
 	mnt := t.TempDir()
 	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=64m"); err != nil {
@@ -25,24 +27,115 @@ func TestVolumePromisesNoMoreThanTheDiskHolds(t *testing.T) {
 	if ok, note := s.VolumeStatus(); !ok {
 		t.Fatal(note)
 	}
-	var opened int
-	var err error
-	for opened = 0; opened < 4; opened++ {
-		if _, _, err = s.Open("", ""); err != nil {
-			break
-		}
+	if _, _, err := s.Open("", ""); err != nil {
+		t.Fatal(err)
 	}
-	if opened != 2 {
-		t.Fatalf("a 64 MiB disk admitted %d workspaces of 20 MiB (~26 MiB images), want 2 (%v)", opened, err)
+	// Leave less than a 20 MiB workspace's image free.
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(mnt, &st); err != nil {
+		t.Fatal(err)
+	}
+	fill := int64(st.Bavail)*st.Bsize - 10<<20
+	if err := os.WriteFile(filepath.Join(mnt, "filler"), make([]byte, fill), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for i := 0; i < 3 && err == nil; i++ { // the ready volume, if any, first
+		_, _, err = s.Open("", "")
 	}
 	wantCode(t, err, "storage_full")
 	if strings.Contains(err.Error(), mnt) {
 		t.Errorf("storage_full names a host path: %v", err)
+	}
+	if err := os.Remove(filepath.Join(mnt, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Open("", ""); err != nil {
+		t.Errorf("with the disk free again: %v", err)
 	}
 	// A server whose first volume does not fit at all: directories.
 	small := newSessions(t, Config{StateDir: filepath.Join(mnt, "small"), Max: 8, VolumeBytes: 1 << 30})
 	small.StartVolumes()
 	if ok, note := small.VolumeStatus(); ok || !strings.Contains(note, "directories") {
 		t.Errorf("a 1 GiB volume on a 64 MiB disk: %v %q", ok, note)
+	}
+}
+
+// A snapshot is a frozen copy of the session's filesystem: restore brings
+// its files back (and only its principal's snapshot restores), an
+// unfinished or expired snapshot is swept, and the budget is kept.
+func TestSnapshotRestore(t *testing.T) {
+	requireVolumes(t)
+	s := newSessions(t, Config{StateDir: t.TempDir(), Max: 4, VolumeBytes: 32 << 20})
+	s.StartVolumes()
+	ss, _, err := s.Open("", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ss.WriteFile("keep.txt", []byte("version one"), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ss.Cache, "pkg.txt"), []byte("cached"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckSnapshotName("a/b"); err == nil {
+		t.Error("a name with '/' was accepted")
+	}
+	snap, err := s.Snapshot(ss, "first", time.Hour, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ss.WriteFile("keep.txt", []byte("version two"), true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ss.WriteFile("later.txt", []byte("x"), false); err != nil {
+		t.Fatal(err)
+	}
+	// Another principal's session cannot restore alice's snapshot.
+	bob, _, err := s.Open("", "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Restore(bob, snap.ID); err == nil {
+		t.Fatal("bob restored alice's snapshot")
+	} else {
+		wantCode(t, err, "not_found")
+	}
+	if got := s.Snapshots("bob"); len(got) != 0 {
+		t.Errorf("bob lists %v", got)
+	}
+	if _, err := s.Restore(ss, snap.ID); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ss.Workspace, "keep.txt")); string(b) != "version one" {
+		t.Errorf("after restore keep.txt holds %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(ss.Workspace, "later.txt")); err == nil {
+		t.Error("a file made after the snapshot survived the restore")
+	}
+	if b, _ := os.ReadFile(filepath.Join(ss.Cache, "pkg.txt")); string(b) != "cached" {
+		t.Errorf("the cache was not restored: %q", b)
+	}
+	if list := s.Snapshots("alice"); len(list) != 1 || list[0].Name != "first" {
+		t.Errorf("alice lists %+v", list)
+	}
+	// The budget: a second snapshot past it is refused and leaves nothing.
+	if _, err := s.Snapshot(ss, "second", time.Hour, snap.Bytes+1); err == nil {
+		t.Error("a snapshot past the budget was made")
+	} else {
+		wantCode(t, err, "quota_exceeded")
+	}
+	// An unfinished one (a killed server's) and an expired one are swept.
+	unfinished := filepath.Join(s.snapshotsDir(), "new-0123456789abcdef")
+	if err := os.MkdirAll(unfinished, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	_ = os.Chtimes(unfinished, old, old)
+	if n := s.SweepSnapshots(time.Now().Add(2 * time.Hour)); n != 2 {
+		t.Errorf("swept %d, want the unfinished and the expired one", n)
+	}
+	if len(s.Snapshots("alice")) != 0 {
+		t.Error("the expired snapshot is still listed")
 	}
 }

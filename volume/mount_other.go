@@ -28,3 +28,8 @@ func Mounted(dir string) bool { return false }
 func dieWithParent() *syscall.SysProcAttr { return nil }
 
 func allocated(fi os.FileInfo) int64 { return fi.Size() }
+
+// Freeze is not available here.
+func Freeze(dir string) (func(), error) {
+	return nil, errors.New("volume: not supported on this system")
+}

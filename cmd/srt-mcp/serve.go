@@ -66,6 +66,8 @@ A non-loopback --host needs --token (or SANDBOX_AUTH_TOKEN) or --token-file unle
 		&cli.IntFlag{Name: "max-sessions", Value: 10, EnvVars: []string{"SANDBOX_MAX_SESSIONS"}, Usage: "open data sessions at most"},
 		&cli.IntFlag{Name: "max-sessions-per-caller", Value: 10, EnvVars: []string{"SANDBOX_MAX_SESSIONS_PER_CALLER"}, Usage: "open data sessions one caller (an MCP session, a playground user) may hold"},
 		&cli.StringFlag{Name: "workspace-quota", Value: "1G", EnvVars: []string{"SANDBOX_WORKSPACE_QUOTA"}, Usage: "what one session's /mnt/data and cache may hold: on a root server each workspace is a filesystem of that size (a write past it fails with ENOSPC); otherwise a watch stops a run past it and removes its new files (none: no quota)"},
+		&cli.DurationFlag{Name: "snapshot-ttl", Value: 24 * time.Hour, EnvVars: []string{"SANDBOX_SNAPSHOT_TTL"}, Usage: "how long a workspace snapshot (snapshot_workspace) is kept"},
+		&cli.StringFlag{Name: "snapshot-budget", Value: "auto", EnvVars: []string{"SANDBOX_SNAPSHOT_BUDGET"}, Usage: "what one key's snapshots may hold together on disk (auto: 4 x --workspace-quota)"},
 		&cli.StringFlag{Name: "workspace-fs", Value: "auto", EnvVars: []string{"SANDBOX_WORKSPACE_FS"}, Usage: "auto: each workspace is an ext4 filesystem of its own where the server can make one (root, loop devices, mkfs.ext4), else a directory with a watched quota; dir: always a directory"},
 		&cli.IntFlag{Name: "exec-timeout-seconds", Value: 60, EnvVars: []string{"SANDBOX_EXEC_TIMEOUT_S"}, Usage: "run_python timeout"},
 		&cli.Int64Flag{Name: "max-output-bytes", Value: 100 << 10, EnvVars: []string{"SANDBOX_MAX_OUTPUT_BYTES"}, Usage: "run_python stdout/stderr cap"},

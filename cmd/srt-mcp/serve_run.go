@@ -102,6 +102,15 @@ func serveOptions(c *cli.Context) (server.Options, error) {
 	if err != nil {
 		return o, cli.Exit("--workspace-quota (SANDBOX_WORKSPACE_QUOTA): "+err.Error(), exitUsage)
 	}
+	var snapshotBudget int64
+	if v := c.String("snapshot-budget"); v != "auto" {
+		if snapshotBudget, err = parseQuota(v); err != nil || snapshotBudget <= 0 {
+			return o, cli.Exit(fmt.Sprintf("--snapshot-budget (SANDBOX_SNAPSHOT_BUDGET) %q: a size such as 4G, or auto", v), exitUsage)
+		}
+	}
+	if c.Duration("snapshot-ttl") <= 0 {
+		return o, cli.Exit("--snapshot-ttl (SANDBOX_SNAPSHOT_TTL): a positive duration such as 24h", exitUsage)
+	}
 	workspaceDirs := false
 	switch c.String("workspace-fs") {
 	case "auto":
@@ -191,6 +200,8 @@ func serveOptions(c *cli.Context) (server.Options, error) {
 		MaxSessionsPerCaller:    c.Int("max-sessions-per-caller"),
 		WorkspaceQuota:          quota,
 		WorkspaceDirs:           workspaceDirs,
+		SnapshotTTL:             c.Duration("snapshot-ttl"),
+		SnapshotBudget:          snapshotBudget,
 		ExecTimeout:             time.Duration(c.Int("exec-timeout-seconds")) * time.Second,
 		MaxOutputBytes:          c.Int64("max-output-bytes"),
 		MaxCodeBytes:            c.Int("max-code-bytes"),

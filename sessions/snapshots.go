@@ -1,0 +1,377 @@
+package sessions
+
+// Snapshots of workspaces that are filesystems of their own: a snapshot
+// is a copy of the session's image taken while its filesystem is frozen
+// (FIFREEZE: a consistent filesystem the kernel wrote, never bytes a
+// caller supplied), stored apart from every session:
+//
+//	snapshots/<id>/meta.json   whose it is, its name, size and expiry
+//	snapshots/<id>/image       the copied image (sparse)
+//	snapshots/new-<id>/        one being made: never offered, removed at start
+//
+// A snapshot is published by renaming its finished directory into place,
+// so a server killed while making one leaves only a new-* directory, which
+// the next one removes. Restore and fork copy the image back into a
+// session's directory and mount the copy; nothing is ever mounted from
+// the snapshot itself.
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/srt-mcp/srt-mcp/nofollow"
+	"github.com/srt-mcp/srt-mcp/printable"
+	"github.com/srt-mcp/srt-mcp/volume"
+)
+
+// SnapshotInfo describes a snapshot.
+type SnapshotInfo struct {
+	ID        string    `json:"snapshot_id"`
+	Name      string    `json:"name"`
+	Principal string    `json:"principal"`
+	SessionID string    `json:"session_id"`
+	Bytes     int64     `json:"size_bytes"`
+	Created   time.Time `json:"created_at"`
+	Expires   time.Time `json:"expires_at"`
+}
+
+var snapshotIDPattern = regexp.MustCompile(`^snap_[0-9a-f]{16}$`)
+
+// MaxSnapshotName bounds a snapshot's name.
+const MaxSnapshotName = 128
+
+func (s *Registry) snapshotsDir() string { return filepath.Join(s.cfg.StateDir, "snapshots") }
+
+// CheckSnapshotName refuses a name a snapshot cannot carry: empty, too
+// long, or with characters a client would show as something else.
+func CheckSnapshotName(name string) error {
+	if name == "" || len(name) > MaxSnapshotName {
+		return &Error{Code: "invalid_arguments", Field: "name", Message: fmt.Sprintf("name must be 1 to %d bytes", MaxSnapshotName)}
+	}
+	if _, clean := printable.Name(name); !clean || strings.ContainsAny(name, "/\\") {
+		return &Error{Code: "invalid_arguments", Field: "name", Message: "name may not hold '/', '\\', control, invisible or direction-changing characters"}
+	}
+	return nil
+}
+
+// Snapshot copies ss's filesystem (held by the caller: no run in it) into
+// a new snapshot of its principal, named name, kept for ttl. budget bounds
+// the bytes the principal's snapshots may hold together (0: none).
+func (s *Registry) Snapshot(ss *Session, name string, ttl time.Duration, budget int64) (*SnapshotInfo, error) {
+	if err := CheckSnapshotName(name); err != nil {
+		return nil, err
+	}
+	if !ss.volume {
+		return nil, sessErr("unsupported", "snapshots need workspaces that are filesystems of their own (a root server with loop devices and mkfs.ext4; /healthz says workspace_fs); this server's are directories")
+	}
+	root := s.snapshotsDir()
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	id := "snap_" + hex.EncodeToString(b)
+	tmp := filepath.Join(root, "new-"+id[len("snap_"):])
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	published := false
+	defer func() {
+		if !published {
+			_ = nofollow.RemoveAll(tmp)
+		}
+	}()
+	mnt := filepath.Join(ss.Dir, volumeMount)
+	thaw, err := volume.Freeze(mnt)
+	if err != nil {
+		return nil, sessErr("internal_error", "could not freeze the workspace's filesystem: %s", hostless(err))
+	}
+	err = copySparse(filepath.Join(ss.Dir, "image"), filepath.Join(tmp, "image"))
+	thaw()
+	if err != nil {
+		return nil, fullOr(err, "copying the workspace")
+	}
+	size, _ := volume.Allocated(filepath.Join(tmp, "image"))
+	if budget > 0 {
+		held := int64(0)
+		for _, o := range s.Snapshots(ss.Principal) {
+			held += o.Bytes
+		}
+		if held+size > budget {
+			return nil, &Error{Code: "quota_exceeded", Message: fmt.Sprintf("this snapshot (%d bytes) and this caller's others (%d bytes) would pass its snapshot budget of %d bytes (--snapshot-budget); delete_snapshot an older one first", size, held, budget)}
+		}
+	}
+	now := time.Now()
+	info := &SnapshotInfo{ID: id, Name: name, Principal: ss.Principal, SessionID: ss.ID, Bytes: size, Created: now, Expires: now.Add(ttl)}
+	meta, _ := json.Marshal(info)
+	if err := writeFileSync(filepath.Join(tmp, "meta.json"), meta); err != nil {
+		return nil, fullOr(err, "writing the snapshot")
+	}
+	if err := os.Rename(tmp, filepath.Join(root, id)); err != nil {
+		return nil, err
+	}
+	published = true
+	return info, nil
+}
+
+// fullOr is a session error for err: storage_full for a full disk, else
+// internal_error saying what failed, without a host path.
+func fullOr(err error, what string) error {
+	if isFull(err) {
+		return sessErr("storage_full", "the server's storage is full: %s failed; nothing was changed", what)
+	}
+	return sessErr("internal_error", "%s: %s", what, hostless(err))
+}
+
+func writeFileSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|noFollow, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// snapshot loads principal's snapshot id (another principal's is
+// not_found, like one that does not exist; so is an expired one).
+func (s *Registry) snapshot(id, principal string) (*SnapshotInfo, string, error) {
+	notFound := &Error{Code: "not_found", Field: "snapshot_id", Message: fmt.Sprintf("no snapshot %s (list_snapshots lists yours)", printable.String(id))}
+	if !snapshotIDPattern.MatchString(id) {
+		return nil, "", notFound
+	}
+	dir := filepath.Join(s.snapshotsDir(), id)
+	d, err := nofollow.OpenDir(dir)
+	if err != nil {
+		return nil, "", notFound
+	}
+	b, err := d.ReadFile("meta.json", 64<<10)
+	d.Close()
+	var info SnapshotInfo
+	if err != nil || json.Unmarshal(b, &info) != nil || info.ID != id || info.Principal != principal || time.Now().After(info.Expires) {
+		return nil, "", notFound
+	}
+	return &info, dir, nil
+}
+
+// SnapshotOf returns principal's snapshot id (not_found for another's).
+func (s *Registry) SnapshotOf(id, principal string) (*SnapshotInfo, error) {
+	info, _, err := s.snapshot(id, principal)
+	return info, err
+}
+
+// Snapshots lists principal's snapshots, newest first.
+func (s *Registry) Snapshots(principal string) []SnapshotInfo {
+	ents, _ := os.ReadDir(s.snapshotsDir())
+	var out []SnapshotInfo
+	for _, e := range ents {
+		if info, _, err := s.snapshot(e.Name(), principal); err == nil {
+			out = append(out, *info)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })
+	return out
+}
+
+// DeleteSnapshot removes principal's snapshot id.
+func (s *Registry) DeleteSnapshot(id, principal string) error {
+	_, dir, err := s.snapshot(id, principal)
+	if err != nil {
+		return err
+	}
+	return nofollow.RemoveAll(dir)
+}
+
+// Restore replaces ss's filesystem (held by the caller, its interpreters
+// and sandboxes stopped) with a copy of principal's snapshot id: the copy
+// is made beside the current image first, so a failure (a full disk)
+// leaves the workspace as it was.
+func (s *Registry) Restore(ss *Session, id string) (*SnapshotInfo, error) {
+	info, dir, err := s.snapshot(id, ss.Principal)
+	if err != nil {
+		return nil, err
+	}
+	if !ss.volume {
+		return nil, sessErr("unsupported", "this session's workspace is a directory: snapshots restore only into workspaces that are filesystems of their own")
+	}
+	image := filepath.Join(ss.Dir, "image")
+	next := image + ".restore"
+	_ = os.Remove(next)
+	if err := copySparse(filepath.Join(dir, "image"), next); err != nil {
+		_ = os.Remove(next)
+		return nil, fullOr(err, "copying the snapshot")
+	}
+	mnt := filepath.Join(ss.Dir, volumeMount)
+	if err := volume.Unmount(mnt); err != nil {
+		_ = os.Remove(next)
+		return nil, sessErr("internal_error", "could not unmount the workspace: %s", hostless(err))
+	}
+	if err := volume.Mount(next, mnt); err != nil {
+		_ = os.Remove(next)
+		if merr := volume.Mount(image, mnt); merr != nil {
+			return nil, sessErr("internal_error", "the snapshot's filesystem did not mount (%s), nor did the workspace's own again (%s): close the session", hostless(err), hostless(merr))
+		}
+		return nil, sessErr("internal_error", "the snapshot's filesystem did not mount (%s); the workspace is as it was", hostless(err))
+	}
+	// The loop device holds the old image open until it detaches; the
+	// name goes now.
+	_ = os.Rename(next, image)
+	// A fork: the files are another session's uid's; they become this
+	// one's (no sandbox runs in it: the walk meets no change).
+	if o := ss.owner; o != nil {
+		for _, sub := range []string{volume.DataDir, volume.CacheDir} {
+			d, err := nofollow.OpenTrusted(filepath.Join(mnt, sub))
+			if err != nil {
+				continue
+			}
+			if st, err := d.Stat(); err == nil && int(st.UID) != o.UID {
+				budget := MaxFiles
+				_ = chownTree(d, o.UID, o.GID, 0, &budget)
+				_ = unix.Fchown(d.Fd(), o.UID, o.GID)
+			}
+			d.Close()
+		}
+	}
+	return info, nil
+}
+
+// chownTree gives every entry below d to uid:gid, never following a link,
+// at most *budget entries and maxSweepDepth levels.
+func chownTree(d *nofollow.Dir, uid, gid, depth int, budget *int) error {
+	var subs []string
+	err := d.ReadDir(func(e nofollow.Entry) error {
+		if *budget--; *budget < 0 {
+			return errTooManyEntries
+		}
+		if err := d.Chown(e.Name, uid, gid); err != nil {
+			return err
+		}
+		if e.IsDir() {
+			subs = append(subs, e.Name)
+		}
+		return nil
+	})
+	if err != nil || depth >= 256 {
+		return err
+	}
+	for _, name := range subs {
+		sub, err := d.Sub(name)
+		if err != nil {
+			continue
+		}
+		err = chownTree(sub, uid, gid, depth+1, budget)
+		sub.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var errTooManyEntries = errors.New("too many entries")
+
+// copySparse copies the regular file src to a new file dst (0600, never
+// through a link), holes kept as holes.
+func copySparse(src, dst string) (err error) {
+	in, err := os.OpenFile(src, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", filepath.Base(src))
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY|noFollow, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(dst)
+		}
+	}()
+	if err := out.Truncate(fi.Size()); err != nil {
+		return err
+	}
+	for off := int64(0); off < fi.Size(); {
+		data, hole, err := nextData(in, off, fi.Size())
+		if err != nil {
+			return err
+		}
+		if data >= fi.Size() {
+			break
+		}
+		if _, err := in.Seek(data, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := out.Seek(data, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := io.CopyN(out, in, hole-data); err != nil {
+			return err
+		}
+		off = hole
+	}
+	return out.Sync()
+}
+
+// isFull tells a full disk.
+func isFull(err error) bool {
+	return errors.Is(err, errNoSpace) || errors.Is(err, errQuota)
+}
+
+// SweepSnapshots removes expired snapshots and the unfinished ones a
+// killed server left (new-*, older than a minute: a live server may be
+// writing one), and returns how many it removed.
+func (s *Registry) SweepSnapshots(now time.Time) int {
+	ents, _ := os.ReadDir(s.snapshotsDir())
+	n := 0
+	for _, e := range ents {
+		p := filepath.Join(s.snapshotsDir(), e.Name())
+		gone := false
+		switch {
+		case strings.HasPrefix(e.Name(), "new-"):
+			fi, err := os.Lstat(p)
+			gone = err == nil && now.Sub(fi.ModTime()) > time.Minute
+		case snapshotIDPattern.MatchString(e.Name()):
+			var info SnapshotInfo
+			d, err := nofollow.OpenDir(p)
+			if err != nil {
+				continue
+			}
+			b, err := d.ReadFile("meta.json", 64<<10)
+			d.Close()
+			gone = err != nil || json.Unmarshal(b, &info) != nil || now.After(info.Expires)
+		default:
+			gone = true // nothing else lives there
+		}
+		if gone && nofollow.RemoveAll(p) == nil {
+			n++
+		}
+	}
+	return n
+}
