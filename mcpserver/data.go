@@ -28,15 +28,19 @@ import (
 )
 
 // addDataTools adds seed 000's data-session tools.
+// addRawTool adds a tool with a JSON schema written out, its title and
+// its behaviour hints.
+func (s *Server) addRawTool(name, title, desc, schema string, readOnly, destructive, idempotent bool, h server.ToolHandlerFunc) {
+	t := mcp.NewToolWithRawSchema(name, desc, json.RawMessage(schema))
+	t.Title = title
+	annotations(title, readOnly, destructive, idempotent, false)(&t)
+	s.mcp.AddTool(t, h)
+}
+
 func (s *Server) addDataTools() {
 	sessionProp := `"session_id": {"type": "string", "description": "Session to use (sess_ + 12 hex digits). Omit to start a new session; the reply always names it."}`
 	requiredSession := `"session_id": {"type": "string", "description": "An existing session (sess_ + 12 hex digits)."}`
-	add := func(name, title, desc, schema string, readOnly, destructive, idempotent bool, h server.ToolHandlerFunc) {
-		t := mcp.NewToolWithRawSchema(name, desc, json.RawMessage(schema))
-		t.Title = title
-		annotations(title, readOnly, destructive, idempotent, false)(&t)
-		s.mcp.AddTool(t, h)
-	}
+	add := s.addRawTool
 	add("upload_file", "Upload a file", "Upload a data file into the session's /mnt/data (base64 content). Errors: file_exists (set overwrite), invalid_path, too_large, max_sessions.",
 		`{"type": "object", "properties": {`+sessionProp+`,
   "filename": {"type": "string", "description": "Name inside /mnt/data, e.g. \"sales.csv\" or \"in/sales.csv\"; no \"..\", no absolute paths outside /mnt/data."},

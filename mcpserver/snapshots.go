@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -15,12 +14,7 @@ import (
 // addSnapshotTools adds the workspace snapshot tools (issue 26): snapshot,
 // restore, fork, list and delete. Snapshots belong to the caller's key.
 func (s *Server) addSnapshotTools() {
-	add := func(name, title, desc, schema string, readOnly, destructive, idempotent bool, h func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)) {
-		t := mcp.NewToolWithRawSchema(name, desc, json.RawMessage(schema))
-		t.Title = title
-		annotations(title, readOnly, destructive, idempotent, false)(&t)
-		s.mcp.AddTool(t, h)
-	}
+	add := s.addRawTool
 	sid := `"session_id": {"type": "string", "description": "The session (sess_…)."}`
 	snap := `"snapshot_id": {"type": "string", "description": "A snapshot of yours (snap_…)."}`
 	add("snapshot_workspace", "Snapshot a workspace", "Save a copy of a session's files (/mnt/data and its ~/.cache) as a snapshot you can restore or fork later; kept 24 h by default.",

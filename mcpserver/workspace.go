@@ -9,7 +9,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -153,12 +152,7 @@ func codeSummary(r map[string]any) string {
 
 // addWorkspaceTools adds seed 001's session tools.
 func (s *Server) addWorkspaceTools() {
-	add := func(name, title, desc, schema string, readOnly, destructive, idempotent bool, h func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)) {
-		t := mcp.NewToolWithRawSchema(name, desc, json.RawMessage(schema))
-		t.Title = title
-		annotations(title, readOnly, destructive, idempotent, false)(&t)
-		s.mcp.AddTool(t, h)
-	}
+	add := s.addRawTool
 	add("list_runtimes", "List available runtimes", "List the languages execute_code runs, with version, whether state persists between calls, and why a runtime is unavailable.",
 		`{"type": "object", "properties": {}, "additionalProperties": false}`, true, false, true, s.handleListRuntimes)
 	add("create_session", "Create an execution session", "Create a stateful session explicitly (execute_code without session_id already uses this connection's workspace). Variables and imports persist across execute_code calls with its session_id; its files live in /mnt/data.",
