@@ -296,9 +296,10 @@ func Run(ctx context.Context, o Options) error {
 	// directory as it is (a nosuid bind over it would hide them).
 	reg.StartVolumes()
 	if ok, note := reg.VolumeStatus(); note != "" {
-		if ok {
-			logger.Info("workspaces", "bound", note)
-		} else if scfg.VolumeBytes > 0 {
+		switch {
+		case ok || os.Geteuid() != 0:
+			logger.Info("workspaces", "bound", note) // a server without root has directories: expected
+		case scfg.VolumeBytes > 0:
 			logger.Warn("workspaces", "bound", note)
 		}
 	}
