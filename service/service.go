@@ -276,7 +276,7 @@ type Stats struct {
 // Stats reads the server's gauges.
 func (s *Service) Stats() Stats {
 	fs := "directory"
-	if ok, _ := s.reg.VolumeStatus(); ok {
+	if s.reg.Volumes() {
 		fs = "filesystem"
 	}
 	return Stats{Running: s.mgr.Running(), Sessions: s.reg.Count(), WarmReady: s.WarmReady(), RetainedBytes: s.mgr.RetainedBytes(), Draining: s.reg.Draining(), WorkspaceFS: fs}

@@ -760,7 +760,7 @@ func (s *Registry) end(ss *Session) {
 	// The workspace is a tree the sandbox wrote: removed without following
 	// a link, at any depth, with a bounded number of open descriptors,
 	// after its filesystem (if it has one) is unmounted.
-	_ = s.removeVolume(ss.Dir)
+	_ = removeWorkspace(ss.Dir)
 	if ss.uid != 0 {
 		s.mu.Lock()
 		delete(s.uids, ss.uid)

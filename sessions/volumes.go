@@ -57,7 +57,7 @@ func (s *Registry) newVolume() (dir string, err error) {
 	}
 	defer func() {
 		if err != nil {
-			s.removeVolume(dir)
+			removeWorkspace(dir)
 		}
 	}()
 	if err := os.Chmod(dir, s.dirMode()); err != nil {
@@ -161,7 +161,7 @@ func (s *Registry) fillVolumes() {
 			}
 			select {
 			case <-s.stop:
-				s.removeVolume(dir)
+				removeWorkspace(dir)
 				return
 			default:
 				s.ready <- dir // only this goroutine sends, below the capacity
@@ -180,7 +180,7 @@ func (s *Registry) dropReady() {
 	for {
 		select {
 		case dir := <-s.ready:
-			s.removeVolume(dir)
+			removeWorkspace(dir)
 		default:
 			return
 		}
@@ -207,9 +207,6 @@ func removeWorkspace(dir string) error {
 	return errors.Join(append(errs, nofollow.RemoveAll(dir))...)
 }
 
-// removeVolume removes one of this server's workspace directories.
-func (s *Registry) removeVolume(dir string) error { return removeWorkspace(dir) }
-
 // hostless is err's text without the host paths it names (a reply may
 // carry it).
 func hostless(err error) string {
@@ -219,6 +216,10 @@ func hostless(err error) string {
 	}
 	return err.Error()
 }
+
+// Volumes reports whether new sessions get filesystems of their own
+// (VolumeStatus says more, at the cost of a statfs).
+func (s *Registry) Volumes() bool { return s.cfg.VolumeBytes > 0 }
 
 // Bounded reports whether the session's workspace is a filesystem of its
 // own: the kernel bounds what it holds, no watch needs to.
