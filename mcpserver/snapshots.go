@@ -51,11 +51,17 @@ func (s *Server) handleSnapshot(ctx context.Context, req mcp.CallToolRequest) (*
 	if err != nil {
 		return fromErr(err), nil
 	}
-	info, err := s.svc.SnapshotWorkspace(c, ws, a.Name)
+	info, stopped, err := s.svc.SnapshotWorkspace(c, ws, a.Name)
 	if err != nil {
 		return fromErr(err), nil
 	}
-	return mcp.NewToolResultStructured(snapshotJSON(info), fmt.Sprintf("snapshot %s of %s (%d bytes) saved; it expires %s", info.ID, a.SessionID, info.Bytes, info.Expires.UTC().Format(time.RFC3339))), nil
+	v := snapshotJSON(info)
+	text := fmt.Sprintf("snapshot %s of %s (%d bytes) saved; it expires %s", info.ID, a.SessionID, info.Bytes, info.Expires.UTC().Format(time.RFC3339))
+	if len(stopped) > 0 {
+		v["interpreters_restarted"] = stopped
+		text += stoppedNote(stopped)
+	}
+	return mcp.NewToolResultStructured(v, text), nil
 }
 
 func (s *Server) handleRestore(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -105,12 +111,23 @@ func (s *Server) handleFork(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		}
 		from = ws
 	}
-	ws, info, err := s.svc.ForkWorkspace(ctx, c, a.SnapshotID, from)
+	ws, info, stopped, err := s.svc.ForkWorkspace(ctx, c, a.SnapshotID, from)
 	if err != nil {
 		return fromErr(err), nil
 	}
 	v := map[string]any{"session_id": ws.ID(), "forked_from": a.SnapshotID + a.SessionID, "size_bytes": info.Bytes}
-	return mcp.NewToolResultStructured(v, fmt.Sprintf("new session %s holds a copy of %s", ws.ID(), a.SnapshotID+a.SessionID)), nil
+	text := fmt.Sprintf("new session %s holds a copy of %s", ws.ID(), a.SnapshotID+a.SessionID)
+	if len(stopped) > 0 {
+		v["interpreters_restarted"] = stopped
+		text += stoppedNote(stopped)
+	}
+	return mcp.NewToolResultStructured(v, text), nil
+}
+
+// stoppedNote says that the interpreters of a session being copied were
+// stopped because a program of theirs kept its filesystem busy.
+func stoppedNote(stopped []string) string {
+	return "; its " + strings.Join(stopped, " and ") + " interpreter kept a write going in the workspace and was stopped for the copy: variables and imports are gone, files are not"
 }
 
 func (s *Server) handleListSnapshots(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -128,6 +128,9 @@ type Registry struct {
 	kick       chan struct{} // asks fillVolumes for more
 	filling    chan struct{} // closed when fillVolumes returns
 	volumeNote string        // why sessions are directories when volumes were asked for
+
+	snapMu       sync.Mutex
+	snapPromised map[string]int64 // principal -> bytes of its snapshots being made
 }
 
 // Session is one data session.
@@ -1042,6 +1045,7 @@ func (s *Registry) detachLeftovers() {
 	ents, _ := os.ReadDir(s.ws)
 	for _, e := range ents {
 		if mnt := filepath.Join(s.ws, e.Name(), volumeMount); volume.Mounted(mnt) && s.leftover(e.Name()) {
+			volume.Thaw(mnt) // a server killed in a snapshot's copy left it frozen
 			_ = volume.Unmount(mnt)
 		}
 	}

@@ -60,16 +60,26 @@ func CheckSnapshotName(name string) error {
 	if name == "" || len(name) > MaxSnapshotName {
 		return &Error{Code: "invalid_arguments", Field: "name", Message: fmt.Sprintf("name must be 1 to %d bytes", MaxSnapshotName)}
 	}
+	if strings.TrimSpace(name) == "" {
+		return &Error{Code: "invalid_arguments", Field: "name", Message: "name must hold more than spaces"}
+	}
 	if _, clean := printable.Name(name); !clean || strings.ContainsAny(name, "/\\") {
 		return &Error{Code: "invalid_arguments", Field: "name", Message: "name may not hold '/', '\\', control, invisible or direction-changing characters"}
 	}
 	return nil
 }
 
+// freezeWait is how long a snapshot's freeze waits for the session's
+// writers before it stops the session's interpreters (Freeze's busy), and
+// then again before it gives up.
+const freezeWait = 3 * time.Second
+
 // Snapshot copies ss's filesystem (held by the caller: no run in it) into
 // a new snapshot of its principal, named name, kept for ttl. budget bounds
-// the bytes the principal's snapshots may hold together (0: none).
-func (s *Registry) Snapshot(ss *Session, name string, ttl time.Duration, budget int64) (*SnapshotInfo, error) {
+// the bytes the principal's snapshots may hold together (0: none); busy
+// stops the session's interpreters when one of them keeps the filesystem
+// from freezing.
+func (s *Registry) Snapshot(ss *Session, name string, ttl time.Duration, budget int64, busy func()) (*SnapshotInfo, error) {
 	if err := CheckSnapshotName(name); err != nil {
 		return nil, err
 	}
@@ -78,6 +88,22 @@ func (s *Registry) Snapshot(ss *Session, name string, ttl time.Duration, budget 
 	}
 	root := s.snapshotsDir()
 	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	// The copy holds what the image holds once the filesystem's dirty
+	// pages are written: that much is promised to the budget before the
+	// copy starts, so snapshots asked for at once are refused early
+	// rather than after each copied a whole image.
+	need, err := imageBytes(ss)
+	if err != nil {
+		return nil, sessErr("internal_error", "reading the workspace's size: %s", hostless(err))
+	}
+	release, err := s.promiseSnapshot(ss.Principal, need, budget)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if err := copyRoom(root, need, "a snapshot of this workspace"); err != nil {
 		return nil, err
 	}
 	b := make([]byte, 8)
@@ -93,37 +119,108 @@ func (s *Registry) Snapshot(ss *Session, name string, ttl time.Duration, budget 
 			_ = nofollow.RemoveAll(tmp)
 		}
 	}()
-	mnt := filepath.Join(ss.Dir, volumeMount)
-	thaw, err := volume.Freeze(mnt)
-	if err != nil {
-		return nil, sessErr("internal_error", "could not freeze the workspace's filesystem: %s", hostless(err))
-	}
-	err = copySparse(filepath.Join(ss.Dir, "image"), filepath.Join(tmp, "image"))
-	thaw()
-	if err != nil {
-		return nil, fullOr(err, "copying the workspace")
+	if err := copyFrozen(ss, filepath.Join(tmp, "image"), busy); err != nil {
+		return nil, err
 	}
 	size, _ := volume.Allocated(filepath.Join(tmp, "image"))
-	if budget > 0 {
-		held := int64(0)
-		for _, o := range s.Snapshots(ss.Principal) {
-			held += o.Bytes
-		}
-		if held+size > budget {
-			return nil, &Error{Code: "quota_exceeded", Message: fmt.Sprintf("this snapshot (%d bytes) and this caller's others (%d bytes) would pass its snapshot budget of %d bytes (--snapshot-budget); delete_snapshot an older one first", size, held, budget)}
-		}
-	}
 	now := time.Now()
 	info := &SnapshotInfo{ID: id, Name: name, Principal: ss.Principal, SessionID: ss.ID, Bytes: size, Created: now, Expires: now.Add(ttl)}
 	meta, _ := json.Marshal(info)
 	if err := writeFileSync(filepath.Join(tmp, "meta.json"), meta); err != nil {
 		return nil, fullOr(err, "writing the snapshot")
 	}
+	// The workspace may have grown between the promise and the freeze:
+	// the copy's own size is checked, and published, under the budget's
+	// lock, so the published snapshots never pass it.
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	if held := s.snapshotBytes(ss.Principal); budget > 0 && held+size > budget {
+		return nil, budgetErr(size, held, budget)
+	}
 	if err := os.Rename(tmp, filepath.Join(root, id)); err != nil {
 		return nil, err
 	}
 	published = true
 	return info, nil
+}
+
+// imageBytes is what ss's image holds on the host once its filesystem's
+// dirty pages are written (syncfs).
+func imageBytes(ss *Session) (int64, error) {
+	volume.Sync(filepath.Join(ss.Dir, volumeMount))
+	return volume.Allocated(filepath.Join(ss.Dir, "image"))
+}
+
+// snapshotBytes is what principal's published snapshots hold.
+func (s *Registry) snapshotBytes(principal string) int64 {
+	held := int64(0)
+	for _, o := range s.Snapshots(principal) {
+		held += o.Bytes
+	}
+	return held
+}
+
+func budgetErr(size, held, budget int64) error {
+	return &Error{Code: "quota_exceeded", Message: fmt.Sprintf("this snapshot (%d bytes) and this caller's others (%d bytes, those being made included) would pass its snapshot budget of %d bytes (--snapshot-budget); delete_snapshot an older one first", size, held, budget)}
+}
+
+// promiseSnapshot sets need bytes of principal's snapshot budget aside
+// for a snapshot being made, or refuses when its published and promised
+// snapshots leave no room; release gives the promise back once the
+// snapshot is published (and counted as such) or abandoned.
+func (s *Registry) promiseSnapshot(principal string, need, budget int64) (release func(), err error) {
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	if budget > 0 {
+		if held := s.snapPromised[principal] + s.snapshotBytes(principal); held+need > budget {
+			return nil, budgetErr(need, held, budget)
+		}
+	}
+	if s.snapPromised == nil {
+		s.snapPromised = map[string]int64{}
+	}
+	s.snapPromised[principal] += need
+	return func() {
+		s.snapMu.Lock()
+		defer s.snapMu.Unlock()
+		if s.snapPromised[principal] -= need; s.snapPromised[principal] <= 0 {
+			delete(s.snapPromised, principal)
+		}
+	}, nil
+}
+
+// copyRoom refuses a copy of need bytes into dir's filesystem when it
+// would leave less than the disk's last 5% (at most 1 GiB) free: the
+// running workspaces' sparse images grow into what is free, and a copy
+// that took it would turn their writes into I/O errors.
+func copyRoom(dir string, need int64, what string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return sessErr("internal_error", "reading the server's free space: %s", hostless(err))
+	}
+	free, total := int64(st.Bavail)*int64(st.Bsize), int64(st.Blocks)*int64(st.Bsize)
+	if keep := min(total/20, 1<<30); free-need < keep {
+		return sessErr("storage_full", "the server's storage has %d bytes free; %s needs %d and the last %d stay for running workspaces; nothing was changed", free, what, need, keep)
+	}
+	return nil
+}
+
+// copyFrozen copies ss's image (held by the caller) to the new file dst
+// while its filesystem is frozen; busy stops what keeps it from freezing.
+func copyFrozen(ss *Session, dst string, busy func()) error {
+	thaw, err := volume.Freeze(filepath.Join(ss.Dir, volumeMount), freezeWait, busy)
+	if errors.Is(err, volume.ErrBusy) {
+		return sessErr("session_busy", "the workspace's filesystem stayed busy for %s after its interpreters were stopped (a program in it kept a write going); nothing was copied; try again", 2*freezeWait)
+	}
+	if err != nil {
+		return sessErr("internal_error", "could not freeze the workspace's filesystem: %s", hostless(err))
+	}
+	err = copySparse(filepath.Join(ss.Dir, "image"), dst)
+	thaw()
+	if err != nil {
+		return fullOr(err, "copying the workspace")
+	}
+	return nil
 }
 
 // fullOr is a session error for err: storage_full for a full disk, else
@@ -200,9 +297,7 @@ func (s *Registry) DeleteSnapshot(id, principal string) error {
 }
 
 // Restore replaces ss's filesystem (held by the caller, its interpreters
-// and sandboxes stopped) with a copy of principal's snapshot id: the copy
-// is made beside the current image first, so a failure (a full disk)
-// leaves the workspace as it was.
+// and sandboxes stopped) with a copy of principal's snapshot id.
 func (s *Registry) Restore(ss *Session, id string) (*SnapshotInfo, error) {
 	info, dir, err := s.snapshot(id, ss.Principal)
 	if err != nil {
@@ -211,30 +306,75 @@ func (s *Registry) Restore(ss *Session, id string) (*SnapshotInfo, error) {
 	if !ss.volume {
 		return nil, sessErr("unsupported", "this session's workspace is a directory: snapshots restore only into workspaces that are filesystems of their own")
 	}
+	src := filepath.Join(dir, "image")
+	err = s.replaceImage(ss, func(next string) error {
+		need, err := volume.Allocated(src)
+		if err != nil {
+			return sessErr("internal_error", "reading the snapshot's size: %s", hostless(err))
+		}
+		if err := copyRoom(ss.Dir, need, "restoring this snapshot"); err != nil {
+			return err
+		}
+		if err := copySparse(src, next); err != nil {
+			return fullOr(err, "copying the snapshot")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// Fork replaces the filesystem of dst (new, held, nothing running in it)
+// with a copy of src's (held by the caller) as it is now, taken while it
+// is frozen; busy stops src's interpreters when one keeps it from
+// freezing. Nothing but the two sessions ever holds the copy: a server
+// killed meanwhile leaves no snapshot behind.
+func (s *Registry) Fork(src, dst *Session, busy func()) error {
+	if !src.volume || !dst.volume {
+		return sessErr("unsupported", "forks need workspaces that are filesystems of their own (a root server with loop devices and mkfs.ext4; /healthz says workspace_fs); this server's are directories")
+	}
+	return s.replaceImage(dst, func(next string) error {
+		need, err := imageBytes(src)
+		if err != nil {
+			return sessErr("internal_error", "reading the workspace's size: %s", hostless(err))
+		}
+		if err := copyRoom(dst.Dir, need, "a fork of this workspace"); err != nil {
+			return err
+		}
+		return copyFrozen(src, next, busy)
+	})
+}
+
+// replaceImage mounts, in place of ss's filesystem, the image fill writes
+// to a new file beside the current one: a failure (a full disk) leaves the
+// workspace as it was. The files become ss's uid's (a fork's or an
+// earlier session's are another's).
+func (s *Registry) replaceImage(ss *Session, fill func(next string) error) error {
 	image := filepath.Join(ss.Dir, "image")
 	next := image + ".restore"
 	_ = os.Remove(next)
-	if err := copySparse(filepath.Join(dir, "image"), next); err != nil {
+	if err := fill(next); err != nil {
 		_ = os.Remove(next)
-		return nil, fullOr(err, "copying the snapshot")
+		return err
 	}
 	mnt := filepath.Join(ss.Dir, volumeMount)
 	if err := volume.Unmount(mnt); err != nil {
 		_ = os.Remove(next)
-		return nil, sessErr("internal_error", "could not unmount the workspace: %s", hostless(err))
+		return sessErr("internal_error", "could not unmount the workspace: %s", hostless(err))
 	}
 	if err := volume.Mount(next, mnt); err != nil {
 		_ = os.Remove(next)
 		if merr := volume.Mount(image, mnt); merr != nil {
-			return nil, sessErr("internal_error", "the snapshot's filesystem did not mount (%s), nor did the workspace's own again (%s): close the session", hostless(err), hostless(merr))
+			return sessErr("internal_error", "the copied filesystem did not mount (%s), nor did the workspace's own again (%s): close the session", hostless(err), hostless(merr))
 		}
-		return nil, sessErr("internal_error", "the snapshot's filesystem did not mount (%s); the workspace is as it was", hostless(err))
+		return sessErr("internal_error", "the copied filesystem did not mount (%s); the workspace is as it was", hostless(err))
 	}
 	// The loop device holds the old image open until it detaches; the
 	// name goes now.
 	_ = os.Rename(next, image)
-	// A fork: the files are another session's uid's; they become this
-	// one's (no sandbox runs in it: the walk meets no change).
+	// No sandbox runs in it: the walk meets no change.
 	if o := ss.owner; o != nil {
 		for _, sub := range []string{volume.DataDir, volume.CacheDir} {
 			d, err := nofollow.OpenTrusted(filepath.Join(mnt, sub))
@@ -249,7 +389,7 @@ func (s *Registry) Restore(ss *Session, id string) (*SnapshotInfo, error) {
 			d.Close()
 		}
 	}
-	return info, nil
+	return nil
 }
 
 // chownTree gives every entry below d to uid:gid, never following a link,

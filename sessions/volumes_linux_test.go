@@ -6,9 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Images are sparse: a server makes a workspace only while the state
@@ -81,7 +84,7 @@ func TestSnapshotRestore(t *testing.T) {
 	if err := CheckSnapshotName("a/b"); err == nil {
 		t.Error("a name with '/' was accepted")
 	}
-	snap, err := s.Snapshot(ss, "first", time.Hour, 0)
+	snap, err := s.Snapshot(ss, "first", time.Hour, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +123,7 @@ func TestSnapshotRestore(t *testing.T) {
 		t.Errorf("alice lists %+v", list)
 	}
 	// The budget: a second snapshot past it is refused and leaves nothing.
-	if _, err := s.Snapshot(ss, "second", time.Hour, snap.Bytes+1); err == nil {
+	if _, err := s.Snapshot(ss, "second", time.Hour, snap.Bytes+1, nil); err == nil {
 		t.Error("a snapshot past the budget was made")
 	} else {
 		wantCode(t, err, "quota_exceeded")
@@ -137,5 +140,136 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 	if len(s.Snapshots("alice")) != 0 {
 		t.Error("the expired snapshot is still listed")
+	}
+}
+
+// Snapshots asked for at once under a budget that holds one: each
+// promises its size before it copies, so at most one is published.
+func TestSnapshotBudgetHoldsUnderRace(t *testing.T) {
+	requireVolumes(t)
+	s := newSessions(t, Config{StateDir: t.TempDir(), Max: 8, VolumeBytes: 32 << 20})
+	s.StartVolumes()
+	var all []*Session
+	for i := 0; i < 4; i++ {
+		ss, _, err := s.Open("", "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ss.WriteFile("d.bin", make([]byte, 4<<20), false); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ss)
+	}
+	one, err := s.Snapshot(all[0], "size", time.Hour, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteSnapshot(one.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	budget := one.Bytes * 3 / 2
+	for round := 0; round < 5; round++ {
+		var wg sync.WaitGroup
+		gate := make(chan struct{})
+		for _, ss := range all {
+			wg.Add(1)
+			go func(ss *Session) {
+				defer wg.Done()
+				<-gate
+				_, _ = s.Snapshot(ss, "race", time.Hour, budget, nil)
+			}(ss)
+		}
+		close(gate)
+		wg.Wait()
+		list := s.Snapshots("alice")
+		held := int64(0)
+		for _, o := range list {
+			held += o.Bytes
+		}
+		if len(list) != 1 || held > budget {
+			t.Fatalf("round %d: %d snapshots published at once, %d bytes under a budget of %d; want exactly one", round, len(list), held, budget)
+		}
+		for _, o := range list {
+			_ = s.DeleteSnapshot(o.ID, "alice")
+		}
+	}
+}
+
+// A fork copies a session's files straight into another session: no
+// snapshot exists at any time, and the copy's files are the new
+// session's.
+func TestForkMakesNoSnapshot(t *testing.T) {
+	requireVolumes(t)
+	s := newSessions(t, Config{StateDir: t.TempDir(), Max: 4, VolumeBytes: 32 << 20})
+	s.StartVolumes()
+	src, _, err := s.Open("", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, _, err := s.Open("", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.WriteFile("a.txt", []byte("from src"), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Fork(src, dst, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst.Workspace, "a.txt")); string(b) != "from src" {
+		t.Errorf("the fork holds %q", b)
+	}
+	if ents, _ := os.ReadDir(s.snapshotsDir()); len(ents) != 0 {
+		t.Errorf("a fork left %d entries in the snapshots directory", len(ents))
+	}
+	if _, err := dst.WriteFile("b.txt", []byte("x"), false); err != nil {
+		t.Errorf("writing into the fork: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(src.Workspace, "b.txt")); err == nil {
+		t.Error("a write into the fork reached its source")
+	}
+}
+
+// A session whose filesystem never freezes (a splice into it that nobody
+// ends) gets session_busy in bounded time, and nothing half-made stays.
+func TestSnapshotOfABusyFilesystem(t *testing.T) {
+	requireVolumes(t)
+	s := newSessions(t, Config{StateDir: t.TempDir(), Max: 4, VolumeBytes: 32 << 20})
+	s.StartVolumes()
+	ss, _, err := s.Open("", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(ss.Workspace, "held.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		_, _ = unix.Splice(p[0], nil, int(f.Fd()), nil, 4096, 0)
+		f.Close()
+	}()
+	defer func() { syscall.Close(p[1]); <-ended; syscall.Close(p[0]) }()
+	time.Sleep(100 * time.Millisecond)
+	busy := 0
+	start := time.Now()
+	_, err = s.Snapshot(ss, "busy", time.Hour, 0, func() { busy++ })
+	if err == nil {
+		t.Fatal("a snapshot of a filesystem a splice held was made")
+	}
+	wantCode(t, err, "session_busy")
+	if busy != 1 {
+		t.Errorf("busy was called %d times, want 1", busy)
+	}
+	if took := time.Since(start); took > 3*freezeWait {
+		t.Errorf("the snapshot gave up after %s", took)
+	}
+	if ents, _ := os.ReadDir(s.snapshotsDir()); len(ents) != 0 {
+		t.Errorf("%d entries left in the snapshots directory", len(ents))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -143,15 +144,67 @@ const (
 	fiThaw   = 0xc0045878
 )
 
+// ErrBusy is Freeze's error when the filesystem's writers did not let it
+// freeze in time.
+var ErrBusy = errors.New("the filesystem stayed busy: a writer held it past the freeze's deadline")
+
 // Freeze makes the filesystem mounted at dir consistent on its device and
 // holds every writer until thaw is called (FIFREEZE, FITHAW), so a copy of
 // its image taken meanwhile is a filesystem as the kernel left it.
-func Freeze(dir string) (thaw func(), err error) {
+//
+// FIFREEZE waits, uninterruptibly, for every write in progress to end, and
+// a sandbox can make one last for ever (a splice from an empty pipe into a
+// file holds the filesystem's write reference while it waits). So the
+// freeze runs on a thread of its own: when it has not happened after wait,
+// busy is called (to stop the programs that may hold it), and after wait
+// once more Freeze gives up with ErrBusy; a freeze that still comes later
+// is thawed at once. New writes wait meanwhile, as they would for the
+// freeze itself.
+func Freeze(dir string, wait time.Duration, busy func()) (thaw func(), err error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), fiFreeze, 0); e != 0 {
+	var (
+		mu        sync.Mutex
+		abandoned bool
+		done      = make(chan syscall.Errno, 1)
+	)
+	go func() {
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), fiFreeze, 0)
+		mu.Lock()
+		defer mu.Unlock()
+		if !abandoned {
+			done <- e
+			return
+		}
+		if e == 0 {
+			_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(fd), fiThaw, 0)
+		}
+		unix.Close(fd)
+	}()
+	var e syscall.Errno
+	select {
+	case e = <-done:
+	case <-time.After(wait):
+		if busy != nil {
+			busy()
+		}
+		select {
+		case e = <-done:
+		case <-time.After(wait):
+			mu.Lock()
+			select {
+			case e = <-done: // it came just now
+				mu.Unlock()
+			default:
+				abandoned = true
+				mu.Unlock()
+				return nil, &os.PathError{Op: "freeze", Path: dir, Err: ErrBusy}
+			}
+		}
+	}
+	if e != 0 {
 		unix.Close(fd)
 		return nil, &os.PathError{Op: "freeze", Path: dir, Err: e}
 	}
@@ -159,4 +212,29 @@ func Freeze(dir string) (thaw func(), err error) {
 		_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(fd), fiThaw, 0)
 		unix.Close(fd)
 	}, nil
+}
+
+// Thaw undoes a freeze of the filesystem mounted at dir that nobody will
+// undo: a server killed while it copied a frozen image. A frozen
+// filesystem outlives its lazy unmount, with its loop device and every
+// writer stuck, so leftovers are thawed before they are unmounted. A
+// filesystem that is not frozen is left as it is.
+func Thaw(dir string) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(fd), fiThaw, 0) // EINVAL when not frozen
+	unix.Close(fd)
+}
+
+// Sync writes the dirty pages of the filesystem mounted at dir to its
+// image (syncfs), so the image's allocation says what the filesystem holds.
+func Sync(dir string) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	_ = unix.Syncfs(fd)
+	unix.Close(fd)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"syscall"
+	"time"
 )
 
 const noFollow = 0
@@ -29,7 +30,17 @@ func dieWithParent() *syscall.SysProcAttr { return nil }
 
 func allocated(fi os.FileInfo) int64 { return fi.Size() }
 
+// ErrBusy is Freeze's error when the filesystem's writers did not let it
+// freeze in time.
+var ErrBusy = errors.New("the filesystem stayed busy")
+
 // Freeze is not available here.
-func Freeze(dir string) (func(), error) {
+func Freeze(dir string, wait time.Duration, busy func()) (func(), error) {
 	return nil, errors.New("volume: not supported on this system")
 }
+
+// Thaw does nothing here.
+func Thaw(dir string) {}
+
+// Sync does nothing here.
+func Sync(dir string) {}

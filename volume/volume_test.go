@@ -6,7 +6,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -104,5 +106,124 @@ func TestMountFollowsNoLink(t *testing.T) {
 	}
 	if err := Format(filepath.Join(dir, "link"), 16<<20, 4096); err == nil {
 		t.Fatal("Format wrote through a symlink")
+	}
+}
+
+// mountScratch formats and mounts a 16 MiB volume for a test.
+func mountScratch(t *testing.T) string {
+	t.Helper()
+	if ok, why := Supported(); !ok {
+		t.Skip(why)
+	}
+	dir := t.TempDir()
+	image := filepath.Join(dir, "image")
+	if err := Format(image, 16<<20, 4096); err != nil {
+		t.Fatal(err)
+	}
+	mnt := filepath.Join(dir, "fs")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := Mount(image, mnt); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Thaw(mnt); Unmount(mnt) })
+	return mnt
+}
+
+// spliceHold starts a splice from an empty pipe into a file of mnt, which
+// holds the filesystem's write reference until the pipe's writer end
+// closes; it returns that end.
+func spliceHold(t *testing.T, mnt string) (release func(), ended chan struct{}) {
+	t.Helper()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(mnt, "held.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended = make(chan struct{})
+	go func() {
+		defer close(ended)
+		_, _ = unix.Splice(p[0], nil, int(f.Fd()), nil, 4096, 0)
+		f.Close()
+		unix.Close(p[0])
+	}()
+	time.Sleep(100 * time.Millisecond) // into the pipe's wait
+	var once sync.Once
+	release = func() { once.Do(func() { unix.Close(p[1]) }) }
+	t.Cleanup(release)
+	return release, ended
+}
+
+// A writer that holds the filesystem (a splice from an empty pipe) makes
+// Freeze call busy, and a freeze the writer then lets happen succeeds.
+func TestFreezeAsksBusyToStopWriters(t *testing.T) {
+	mnt := mountScratch(t)
+	release, _ := spliceHold(t, mnt)
+	called := false
+	start := time.Now()
+	thaw, err := Freeze(mnt, 300*time.Millisecond, func() { called = true; release() })
+	if err != nil {
+		t.Fatalf("Freeze after busy released the writer: %v", err)
+	}
+	thaw()
+	if !called {
+		t.Error("busy was not called while a splice held the filesystem")
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Freeze took %s", took)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "after"), []byte("x"), 0o600); err != nil {
+		t.Errorf("a write after thaw: %v", err)
+	}
+}
+
+// A writer that never lets go: Freeze gives up with ErrBusy in bounded
+// time, and when the writer ends at last the filesystem is not left
+// frozen.
+func TestFreezeGivesUpAndNeverLeavesFrozen(t *testing.T) {
+	mnt := mountScratch(t)
+	release, ended := spliceHold(t, mnt)
+	start := time.Now()
+	thaw, err := Freeze(mnt, 200*time.Millisecond, nil)
+	if err == nil {
+		thaw()
+		t.Fatal("Freeze succeeded while a splice held the filesystem")
+	}
+	if !errors.Is(err, ErrBusy) {
+		t.Errorf("Freeze: %v, want ErrBusy", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Freeze gave up after %s", took)
+	}
+	release()
+	<-ended
+	wrote := make(chan error, 1)
+	go func() { wrote <- os.WriteFile(filepath.Join(mnt, "after"), []byte("x"), 0o600) }()
+	select {
+	case err := <-wrote:
+		if err != nil {
+			t.Errorf("a write once the writer ended: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		Thaw(mnt)
+		t.Fatal("the filesystem stayed frozen after an abandoned freeze")
+	}
+}
+
+// Thaw undoes a freeze nobody else will (a killed server's), and leaves a
+// filesystem that is not frozen alone.
+func TestThawUndoesAFreeze(t *testing.T) {
+	mnt := mountScratch(t)
+	Thaw(mnt) // not frozen: nothing happens
+	if _, err := Freeze(mnt, time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	Thaw(mnt)
+	if err := os.WriteFile(filepath.Join(mnt, "after"), []byte("x"), 0o600); err != nil {
+		t.Errorf("a write after Thaw: %v", err)
 	}
 }

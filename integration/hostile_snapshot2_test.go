@@ -5,7 +5,12 @@ package integration
 // Hostile snapshots, second round: attacks on snapshot_workspace,
 // restore_workspace and fork_workspace of a root server (each workspace an
 // ext4 image on a loop device, frozen with FIFREEZE while its image is
-// copied). Each test is a finding that failed on 6b371bc.
+// copied). Each test is a finding that failed on 6b371bc and passes since
+// the fixes: a freeze that waits 3 s, then stops the session's
+// interpreters, then gives up (volume.Freeze); leftovers thawed before
+// they are unmounted; the budget promised before the copy and checked
+// again as the snapshot is published, under one lock; a fork copied
+// straight into the new session.
 //
 // Attacks that held (no test here): ids other than snap_<16 hex> (snap_../../x,
 // new-<hex>, upper case, a trailing newline) are not_found; names with
@@ -106,6 +111,13 @@ print("holding")`})
 		return
 	}
 	t.Logf("snapshot_workspace answered in %s: %v", took, res.StructuredContent)
+	if res.IsError || !strings.Contains(fmt.Sprint(res.StructuredContent), "interpreters_restarted:[python]") {
+		t.Fatalf("want the snapshot made with the interpreter that held the filesystem stopped (interpreters_restarted [python]): %v", res.StructuredContent)
+	}
+	r = d.wantErrorless("execute_code", map[string]any{"session_id": sid, "language": "python", "code": "print('old' if '_fd' in globals() else 'fresh')"})
+	if got := flat(r); !strings.Contains(got, "fresh") || !strings.Contains(got, "snapshot_workspace stopped the python interpreter") {
+		t.Errorf("the next cell should run in a fresh interpreter and say why: %s", got)
+	}
 }
 
 // Attack (a server killed during a snapshot): the workspace holds ~300 MB
