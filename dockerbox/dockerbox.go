@@ -82,6 +82,9 @@ type Config struct {
 	// sessions.InstanceAlive).
 	StateDir string
 	Instance string
+	// PersistDir holds persistent workspaces (sessions.Registry.PersistDir):
+	// made nosuid,nodev like the workspaces.
+	PersistDir string
 	// ExecStage is the srt-mcp binary whose __docker-exec mode starts each
 	// run; it is copied into the state directory and mounted read-only.
 	ExecStage string
@@ -104,7 +107,7 @@ type Backend struct {
 	uid     int    // the container user when a session has no uid of its own
 	stage   string // host path of the exec stage binary
 	cgroups bool   // runs get a cgroup of their own (root)
-	nosuid  string // the workspaces bind mount made nosuid,nodev ("" if none)
+	nosuid  []string // bind mounts made nosuid,nodev (workspaces, persistent workspaces)
 	// binMount is the tmpfs holding the exec stage ("" if none).
 	binMount string
 
@@ -175,8 +178,12 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	// Workspaces that are filesystems of their own are nosuid,nodev
 	// already; a bind over the directory holding them would hide them
 	// (this server's, or another's sharing the state directory).
-	if ws := filepath.Join(cfg.StateDir, "workspaces"); os.Geteuid() == 0 && !mountsUnder(ws) {
-		b.nosuid = mountNosuid(ws)
+	for _, ws := range []string{filepath.Join(cfg.StateDir, "workspaces"), cfg.PersistDir} {
+		if ws != "" && os.Geteuid() == 0 && !mountsUnder(ws) {
+			if m := mountNosuid(ws); m != "" {
+				b.nosuid = append(b.nosuid, m)
+			}
+		}
 	}
 	if err := os.MkdirAll(b.recordDir(), 0o700); err != nil {
 		return fail(err)
@@ -307,8 +314,8 @@ func (b *Backend) Ready(ctx context.Context) (string, error) {
 // Close implements backend.Backend.
 func (b *Backend) Close() error {
 	if others := b.otherServers(); !others {
-		if b.nosuid != "" {
-			unmountNosuid(b.nosuid)
+		for _, m := range b.nosuid {
+			unmountNosuid(m)
 		}
 		if b.binMount != "" {
 			unmountNosuid(b.binMount) // running containers keep their stage

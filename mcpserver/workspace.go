@@ -159,8 +159,12 @@ func (s *Server) addWorkspaceTools() {
 		`{"type": "object", "properties": {
   "language": {"type": "string", "enum": ["python", "javascript"], "description": "Language of the session's interpreter."},
   "memory_limit_mb": {"type": "integer", "minimum": 64, "maximum": 1024, "description": "Memory limit of the interpreter in MB (default: the operator's)."},
-  "timeout_seconds": {"type": "integer", "minimum": 60, "maximum": 3600, "default": 600, "description": "Idle time after which the session is destroyed."}},
+  "timeout_seconds": {"type": "integer", "minimum": 60, "maximum": 3600, "default": 600, "description": "Idle time after which the session is destroyed (a persistent one is suspended: its files stay)."},
+  "name": {"type": "string", "maxLength": 128, "description": "With persist: your name for the workspace; the same name later (even after a server restart) returns it."},
+  "persist": {"type": "boolean", "default": false, "description": "Keep the workspace's files across server restarts until it is destroyed or unused for the server's persist TTL (7 days by default); needs name."}},
   "required": ["language"], "additionalProperties": false}`, false, false, false, s.handleCreateSession)
+	add("list_workspaces", "List workspaces", "List your sessions and persistent workspaces: id, name, state (active, suspended, or elsewhere: open on another replica), size and expiry.",
+		`{"type": "object", "properties": {}, "additionalProperties": false}`, true, false, true, s.handleListWorkspaces)
 	add("destroy_session", "Destroy an execution session", "Destroy a session: its interpreter, runs and files.",
 		`{"type": "object", "properties": {"session_id": {"type": "string", "description": "Session to destroy."}}, "required": ["session_id"], "additionalProperties": false}`,
 		false, true, true, s.handleDestroySession)
@@ -197,6 +201,8 @@ func (s *Server) handleCreateSession(ctx context.Context, req mcp.CallToolReques
 		Language       string `json:"language"`
 		MemoryLimitMB  *int   `json:"memory_limit_mb"`
 		TimeoutSeconds *int   `json:"timeout_seconds"`
+		Name           string `json:"name"`
+		Persist        bool   `json:"persist"`
 	}
 	if err := req.BindArguments(&a); err != nil {
 		return dataError("invalid_arguments", err.Error(), nil), nil
@@ -218,13 +224,42 @@ func (s *Server) handleCreateSession(ctx context.Context, req mcp.CallToolReques
 		}
 		ttl = time.Duration(*t) * time.Second
 	}
-	ws, err := s.svc.CreateSession(ctx, callerOf(ctx), a.Language, memory, ttl)
+	if a.Persist && a.Name == "" {
+		return dataError("invalid_arguments", "persist needs a name: the handle to find the workspace again (create_session {name, persist: true} returns it after a restart, or on another replica)", nil), nil
+	}
+	ws, resumed, err := s.svc.CreateSession(ctx, callerOf(ctx), service.SessionRequest{Language: a.Language, Memory: memory, TTL: ttl, Name: a.Name, Persist: a.Persist})
 	if err != nil {
 		return fromErr(err), nil
 	}
 	v := map[string]any{"session_id": ws.ID(), "language": a.Language, "created_at": ws.Created().UTC().Format(time.RFC3339),
 		"expires_at": s.svc.ExpiresAt(ws).UTC().Format(time.RFC3339)}
-	return mcp.NewToolResultStructured(v, fmt.Sprintf("session %s (%s) created; it expires after %s idle", ws.ID(), a.Language, ttl)), nil
+	text := fmt.Sprintf("session %s (%s) created; it expires after %s idle", ws.ID(), a.Language, ttl)
+	if a.Persist {
+		v["name"], v["persist"], v["resumed"] = a.Name, true, resumed
+		text = fmt.Sprintf("persistent workspace %q is session %s (%s); after %s idle it is suspended, its files kept", a.Name, ws.ID(), a.Language, ttl)
+		if resumed {
+			text += "; it was resumed from storage: a new interpreter started, files are as they were"
+		}
+	}
+	return mcp.NewToolResultStructured(v, text), nil
+}
+
+func (s *Server) handleListWorkspaces(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	out := []map[string]any{}
+	var lines []string
+	for _, w := range s.svc.Workspaces(callerOf(ctx)) {
+		v := map[string]any{"session_id": w.ID, "persist": w.Persist, "state": w.State, "size_bytes": w.Bytes,
+			"last_used": w.LastUsed.UTC().Format(time.RFC3339), "expires_at": w.Expires.UTC().Format(time.RFC3339)}
+		if w.Name != "" {
+			v["name"] = w.Name
+		}
+		out = append(out, v)
+		lines = append(lines, fmt.Sprintf("%s %q %s, %d bytes, expires %s", w.ID, w.Name, w.State, w.Bytes, w.Expires.UTC().Format(time.RFC3339)))
+	}
+	if len(lines) == 0 {
+		lines = []string{"no workspaces"}
+	}
+	return mcp.NewToolResultStructured(map[string]any{"workspaces": out}, strings.Join(lines, "\n")), nil
 }
 
 func (s *Server) handleDestroySession(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -12,9 +12,9 @@ import (
 
 // dockerBackend connects the Docker backend, removes the containers of
 // dead servers, and keeps doing so every d.CleanupInterval.
-func dockerBackend(d Docker, stateDir, instance, execStage string, fileSize int64, native *backend.Native, logger *slog.Logger) (*dockerbox.Backend, error) {
+func dockerBackend(d Docker, stateDir, persistDir, instance, execStage string, fileSize int64, native *backend.Native, logger *slog.Logger) (*dockerbox.Backend, error) {
 	b, err := dockerbox.New(context.Background(), dockerbox.Config{Image: d.Image, Memory: d.Memory, CPUs: d.CPUs,
-		StateDir: stateDir, Instance: instance, Egress: netproxy.Egress, ExecStage: execStage, FileSize: fileSize, Native: native})
+		StateDir: stateDir, PersistDir: persistDir, Instance: instance, Egress: netproxy.Egress, ExecStage: execStage, FileSize: fileSize, Native: native})
 	if err != nil {
 		return nil, err
 	}

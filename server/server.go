@@ -95,6 +95,10 @@ type Options struct {
 	MaxSessionsPerCaller int           // --max-sessions-per-caller
 	WorkspaceQuota       int64         // --workspace-quota in bytes; negative: none
 	SnapshotTTL          time.Duration // --snapshot-ttl
+	PersistDir           string        // --persist-dir ("": <state>/persistent)
+	PersistTTL           time.Duration // --persist-ttl
+	MaxPersist           int           // --max-persistent
+	MaxPersistPerCaller  int           // --max-persistent-per-caller
 	SnapshotBudget       int64         // --snapshot-budget (bytes per principal)
 	// WorkspaceDirs keeps workspaces as directories whose quota a watch
 	// enforces, even where a root server could give each a filesystem of
@@ -272,6 +276,7 @@ func Run(ctx context.Context, o Options) error {
 	scfg := sessions.Config{
 		StateDir: o.StateDir, TTL: o.DataSessionTTL, Max: o.MaxSessions,
 		MaxPerPrincipal: service.ShareOf(o.MaxSessions, o.PrincipalShare), Replica: o.Replica,
+		PersistDir: o.PersistDir, PersistTTL: o.PersistTTL, MaxPersist: o.MaxPersist, MaxPersistPerPrincipal: o.MaxPersistPerCaller,
 	}
 	docker := o.Backend == "docker"
 	if os.Geteuid() == 0 {
@@ -309,7 +314,7 @@ func Run(ctx context.Context, o Options) error {
 		if execStage == "" {
 			execStage = o.RunnerBinary
 		}
-		db, err := dockerBackend(o.Docker, o.StateDir, reg.Instance(), execStage, o.Ceiling.Limits.MaxFileSizeBytes, native, logger)
+		db, err := dockerBackend(o.Docker, o.StateDir, reg.PersistDir(), reg.Instance(), execStage, o.Ceiling.Limits.MaxFileSizeBytes, native, logger)
 		if err != nil {
 			return err
 		}

@@ -36,6 +36,9 @@ type sessionKernels struct {
 	policies map[string]policy.Policy
 	memory   int64 // the memory limit of its kernels (0: the operator's)
 	watching bool  // idleQuota runs for this set
+	// resumeNoted: a cell already said that the session's persistent
+	// workspace was resumed with fresh interpreters.
+	resumeNoted bool
 }
 
 func (sk *sessionKernels) setMemory(m int64) {
@@ -122,6 +125,14 @@ func (s *Service) kernelFor(ctx context.Context, ss *sessions.Session, language 
 	}
 	if k != nil && note == "" {
 		note = "the " + language + " kernel had exited (" + k.DeadReason() + "); a new one started without the old variables"
+	}
+	if k == nil && note == "" && ss.Resumed() {
+		sk.mu.Lock()
+		if !sk.resumeNoted {
+			sk.resumeNoted = true
+			note = "this persistent workspace was resumed from storage (its server restarted, or it was suspended after idling): a new " + language + " interpreter started; its files are kept, variables and imports are not"
+		}
+		sk.mu.Unlock()
 	}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

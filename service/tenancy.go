@@ -217,6 +217,11 @@ func (s *Service) LookupWorkspace(c Caller, id string) (*Workspace, error) {
 // CloseWorkspace closes c's workspace id: its runs are cancelled, its
 // kernels and sandbox removed, its files deleted.
 func (s *Service) CloseWorkspace(c Caller, id string) error {
+	// A suspended persistent workspace goes without being resumed first
+	// (which a caller at its cap of open sessions could not).
+	if found, err := s.reg.DestroyPersistent(id, c.Principal); found {
+		return err
+	}
 	ss, err := s.reg.Lookup(id, c.Principal)
 	if err != nil {
 		return err
@@ -368,28 +373,71 @@ func (s *Service) NewStorage(c Caller, ttl time.Duration, max, perCaller int) (*
 // CreateSession opens a workspace with a running interpreter for language
 // (seed 001's create_session): memory, when set, bounds its interpreter;
 // ttl is its idle lifetime.
-func (s *Service) CreateSession(ctx context.Context, c Caller, language string, memory int64, ttl time.Duration) (*Workspace, error) {
-	if !s.Stateful(language) {
-		return nil, errs.New(errs.UnsupportedLang, "language %q has no persistent interpreter here (python, javascript)", language)
+func (s *Service) CreateSession(ctx context.Context, c Caller, r SessionRequest) (w *Workspace, resumed bool, err error) {
+	if !s.Stateful(r.Language) {
+		return nil, false, errs.New(errs.UnsupportedLang, "language %q has no persistent interpreter here (python, javascript)", r.Language)
 	}
-	ss, err := s.newWorkspace(c)
-	if err != nil {
-		return nil, err
+	var ss *sessions.Session
+	switch {
+	case r.Persist:
+		if ss, resumed, err = s.persistentWorkspace(c, r.Name); err != nil {
+			return nil, false, err
+		}
+	case r.Name != "":
+		return nil, false, errs.OnField(errs.InvalidArguments, "persist", "", "a name is for a persistent workspace: pass persist: true with it (or no name)")
+	default:
+		if ss, err = s.newWorkspace(c); err != nil {
+			return nil, false, err
+		}
 	}
-	if memory > 0 {
+	if r.Memory > 0 {
 		// A pooled session's kernel has the operator's memory limit, not
 		// the one asked for: it starts again with this one.
 		s.closeKernels(ss.ID)
-		s.kernels(ss.ID).setMemory(memory)
+		s.kernels(ss.ID).setMemory(r.Memory)
 	}
-	ss.SetTTL(ttl)
-	if _, _, err := s.kernelFor(ctx, ss, language); err != nil {
-		_ = s.reg.Close(ss.ID)
-		return nil, errs.New(errs.KernelUnavailable, "%v", err)
+	ss.SetTTL(r.TTL)
+	if _, _, err := s.kernelFor(ctx, ss, r.Language); err != nil {
+		if !r.Persist {
+			_ = s.reg.Close(ss.ID)
+		}
+		return nil, false, errs.New(errs.KernelUnavailable, "%v", err)
 	}
-	s.Audit(ss, map[string]any{"op": "create_session", "language": language, "principal": c.Principal})
-	return wrap(ss), nil
+	s.Audit(ss, map[string]any{"op": "create_session", "language": r.Language, "principal": c.Principal, "name": r.Name, "persist": r.Persist, "resumed": resumed})
+	return wrap(ss), resumed, nil
 }
+
+// SessionRequest is what create_session asks for.
+type SessionRequest struct {
+	Language string
+	Memory   int64         // the interpreter's memory limit (0: the operator's)
+	TTL      time.Duration // idle time after which it closes (a persistent one is suspended)
+	Name     string        // a persistent workspace's name
+	Persist  bool          // the workspace outlives the server (see sessions/persist.go)
+}
+
+// persistentWorkspace is c's persistent workspace name: the open one, a
+// suspended one resumed (resumed true), or a new one.
+func (s *Service) persistentWorkspace(c Caller, name string) (*sessions.Session, bool, error) {
+	s.callers.mu.Lock()
+	defer s.callers.mu.Unlock()
+	ss, created, err := s.reg.CreatePersistent(c.Principal, name)
+	if err != nil {
+		return nil, false, err
+	}
+	if created {
+		if err := s.fullLocked(c, "destroy_session"); err != nil {
+			_ = s.reg.Close(ss.ID)
+			return nil, false, err
+		}
+	}
+	s.claimedLocked(c, ss)
+	return ss, ss.Resumed() && !created, nil
+}
+
+// Workspaces lists c's workspaces: its open sessions and its persistent
+// workspaces (suspended ones too).
+func (s *Service) Workspaces(c Caller) []sessions.WorkspaceInfo { return s.reg.Workspaces(c.Principal) }
 
 // ExpiresAt is when w closes if it stays idle.
 func (s *Service) ExpiresAt(w *Workspace) time.Time { return s.reg.ExpiresAt(w.ss) }

@@ -76,6 +76,14 @@ type Config struct {
 	// replica that holds the session; an id naming another replica is
 	// refused here.
 	Replica string
+	// PersistDir holds persistent workspaces (default StateDir/persistent;
+	// replicas may share it); PersistTTL removes one suspended this long
+	// (default 7 days); MaxPersist and MaxPersistPerPrincipal bound how
+	// many there are (defaults 64 and 8).
+	PersistDir             string
+	PersistTTL             time.Duration
+	MaxPersist             int
+	MaxPersistPerPrincipal int
 	// VolumeBytes, when set, gives each session a filesystem of its own
 	// that holds this many bytes of files, its workspace and cache
 	// together (package volume: a root server). If the first volume
@@ -129,6 +137,9 @@ type Registry struct {
 	filling    chan struct{} // closed when fillVolumes returns
 	volumeNote string        // why sessions are directories when volumes were asked for
 
+	persistDir string            // persistent workspaces (see persist.go)
+	persisted  map[string]string // this replica's persistent workspaces: id -> directory
+
 	snapMu       sync.Mutex
 	snapPromised map[string]int64 // principal -> bytes of its snapshots being made
 }
@@ -163,6 +174,9 @@ type Session struct {
 	busy     bool
 	closed   bool
 	audit    *os.File
+
+	persist *persistent // a persistent workspace's hold on its directory (nil for others)
+	resumed bool        // a persistent workspace resumed from storage
 }
 
 // sessionIDPattern: sess_, an optional replica name and _, 12 hex digits.
@@ -207,6 +221,15 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.Max <= 0 {
 		cfg.Max = 10
 	}
+	if cfg.PersistTTL <= 0 {
+		cfg.PersistTTL = 7 * 24 * time.Hour
+	}
+	if cfg.MaxPersist <= 0 {
+		cfg.MaxPersist = 64
+	}
+	if cfg.MaxPersistPerPrincipal <= 0 || cfg.MaxPersistPerPrincipal > cfg.MaxPersist {
+		cfg.MaxPersistPerPrincipal = min(8, cfg.MaxPersist)
+	}
 	if cfg.StateDir == "" {
 		return nil, errors.New("sessions: no state directory")
 	}
@@ -235,6 +258,13 @@ func New(cfg Config) (*Registry, error) {
 	}
 	s := &Registry{cfg: cfg, open: map[string]*Session{}, stop: make(chan struct{}), ws: filepath.Join(cfg.StateDir, "workspaces")}
 	if err := s.prepareWorkspaces(); err != nil {
+		return nil, err
+	}
+	s.persistDir = cfg.PersistDir
+	if s.persistDir == "" {
+		s.persistDir = filepath.Join(cfg.StateDir, "persistent")
+	}
+	if err := s.preparePersist(); err != nil {
 		return nil, err
 	}
 	if ents, err := os.ReadDir(root); err == nil {
@@ -422,6 +452,14 @@ func (s *Registry) get(id string, mine func(*Session) bool) (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss, ok := s.open[id]
+	if !ok {
+		if m, err := s.persistedMeta(id); err == nil && (mine == nil || mine(&Session{ID: id, Principal: m.Principal})) {
+			ss, _, err := s.resumeByIDLocked(id)
+			if err != nil || ss != nil {
+				return ss, err
+			}
+		}
+	}
 	if !ok || ss.pooled || (mine != nil && !mine(ss)) {
 		return nil, sessErr("session_not_found", "No active session with id %s", id)
 	}
@@ -450,8 +488,7 @@ func (s *Registry) Open(id, principal string) (*Session, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if minted {
-		for id = s.newID(); s.open[id] != nil; id = s.newID() {
-		}
+		id = s.newIDLocked()
 	}
 	if ss, ok := s.open[id]; ok {
 		if ss.pooled || ss.Principal != principal {
@@ -459,6 +496,16 @@ func (s *Registry) Open(id, principal string) (*Session, bool, error) {
 		}
 		ss.touch()
 		return ss, false, nil
+	}
+	if m, err := s.persistedMeta(id); err == nil {
+		if m.Principal != principal {
+			return nil, false, notFound(id)
+		}
+		ss, _, err := s.resumeByIDLocked(id)
+		if ss == nil && err == nil {
+			err = notFound(id)
+		}
+		return ss, false, err
 	}
 	if !minted && ReplicaOf(id) != "" {
 		return nil, false, sessErr("session_not_found", "No active session with id %s: ids naming a replica are minted by the server, and this one is closed (omit session_id to get a new session)", id)
@@ -743,6 +790,34 @@ func (s *Registry) Close(id string) error {
 }
 
 func (s *Registry) end(ss *Session) {
+	s.stopSession(ss)
+	// The workspace is a tree the sandbox wrote: removed without following
+	// a link, at any depth, with a bounded number of open descriptors,
+	// after its filesystem (if it has one) is unmounted.
+	_ = removeWorkspace(ss.Dir)
+	if p := ss.persist; p != nil {
+		p.lock.Close()
+		s.mu.Lock()
+		if s.persisted[ss.ID] == ss.Dir {
+			delete(s.persisted, ss.ID)
+		}
+		s.mu.Unlock()
+	}
+	s.freeUID(ss)
+}
+
+// freeUID gives the session's uid back to the range.
+func (s *Registry) freeUID(ss *Session) {
+	if ss.uid != 0 {
+		s.mu.Lock()
+		delete(s.uids, ss.uid)
+		s.mu.Unlock()
+	}
+}
+
+// stopSession stops what runs in the session (its closers and the end
+// hook) and closes its audit log.
+func (s *Registry) stopSession(ss *Session) {
 	ss.mu.Lock()
 	ss.closed = true
 	closers := ss.closers
@@ -760,15 +835,6 @@ func (s *Registry) end(ss *Session) {
 		ss.audit = nil
 	}
 	ss.mu.Unlock()
-	// The workspace is a tree the sandbox wrote: removed without following
-	// a link, at any depth, with a bounded number of open descriptors,
-	// after its filesystem (if it has one) is unmounted.
-	_ = removeWorkspace(ss.Dir)
-	if ss.uid != 0 {
-		s.mu.Lock()
-		delete(s.uids, ss.uid)
-		s.mu.Unlock()
-	}
 }
 
 // allocUIDLocked picks a uid from the range for a new session: random, so
@@ -881,6 +947,7 @@ func (s *Registry) sweepLoop() {
 		case now := <-t.C:
 			s.Sweep(now)
 			s.SweepSnapshots(now)
+			s.SweepPersistent(now)
 		}
 	}
 }
@@ -905,6 +972,10 @@ func (s *Registry) Sweep(now time.Time) int {
 	}
 	s.mu.Unlock()
 	for _, ss := range expired {
+		if ss.persist != nil {
+			s.suspend(ss) // its files stay until PersistTTL
+			continue
+		}
 		s.end(ss)
 	}
 	return len(expired)
@@ -918,6 +989,10 @@ func (s *Registry) Shutdown() {
 	s.open = map[string]*Session{}
 	s.mu.Unlock()
 	for _, ss := range all {
+		if ss.persist != nil {
+			s.suspend(ss)
+			continue
+		}
 		s.end(ss)
 	}
 	if s.filling != nil {

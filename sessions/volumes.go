@@ -66,33 +66,42 @@ func (s *Registry) newVolume() (dir string, err error) {
 	if err := os.WriteFile(filepath.Join(dir, "instance"), []byte(s.Instance()), 0o600); err != nil {
 		return "", err
 	}
+	if err := s.formatVolumeIn(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// formatVolumeIn makes, in the directory dir, an image of the quota's size
+// mounted on dir/fs with empty data/ and cache/ directories.
+func (s *Registry) formatVolumeIn(dir string) error {
 	size := s.cfg.VolumeBytes
 	inodes := VolumeInodes(size)
 	image := filepath.Join(dir, "image")
 	imageBytes := size + volume.Overhead(size, inodes)
 	if err := s.room(dir, imageBytes); err != nil {
-		return "", err
+		return err
 	}
 	if err := volume.Format(image, imageBytes, inodes); err != nil {
-		return "", err
+		return err
 	}
 	mnt := filepath.Join(dir, volumeMount)
 	if err := os.Mkdir(mnt, 0o711); err != nil {
-		return "", err
+		return err
 	}
 	if err := volume.Mount(image, mnt); err != nil {
-		return "", err
+		return err
 	}
 	// The filesystem's root: searchable by the sandbox user, never listed.
 	if err := os.Chmod(mnt, 0o711); err != nil {
-		return "", err
+		return err
 	}
 	for _, d := range []string{volume.DataDir, volume.CacheDir, filepath.Join(volume.CacheDir, "site-packages")} {
 		if err := os.Mkdir(filepath.Join(mnt, d), 0o700); err != nil {
-			return "", err
+			return err
 		}
 	}
-	return dir, nil
+	return nil
 }
 
 // takeVolume returns a ready volume's directory, renamed to a session's

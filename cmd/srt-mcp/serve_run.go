@@ -108,6 +108,12 @@ func serveOptions(c *cli.Context) (server.Options, error) {
 			return o, cli.Exit(fmt.Sprintf("--snapshot-budget (SANDBOX_SNAPSHOT_BUDGET) %q: a size such as 4G, or auto", v), exitUsage)
 		}
 	}
+	if c.Duration("persist-ttl") <= 0 {
+		return o, cli.Exit("--persist-ttl (SANDBOX_PERSIST_TTL): a positive duration such as 168h", exitUsage)
+	}
+	if c.Int("max-persistent") < 1 || c.Int("max-persistent-per-caller") < 1 {
+		return o, cli.Exit("--max-persistent and --max-persistent-per-caller: at least 1", exitUsage)
+	}
 	if c.Duration("snapshot-ttl") <= 0 {
 		return o, cli.Exit("--snapshot-ttl (SANDBOX_SNAPSHOT_TTL): a positive duration such as 24h", exitUsage)
 	}
@@ -201,6 +207,10 @@ func serveOptions(c *cli.Context) (server.Options, error) {
 		WorkspaceQuota:          quota,
 		WorkspaceDirs:           workspaceDirs,
 		SnapshotTTL:             c.Duration("snapshot-ttl"),
+		PersistDir:              c.String("persist-dir"),
+		PersistTTL:              c.Duration("persist-ttl"),
+		MaxPersist:              c.Int("max-persistent"),
+		MaxPersistPerCaller:     c.Int("max-persistent-per-caller"),
 		SnapshotBudget:          snapshotBudget,
 		ExecTimeout:             time.Duration(c.Int("exec-timeout-seconds")) * time.Second,
 		MaxOutputBytes:          c.Int64("max-output-bytes"),
