@@ -104,9 +104,9 @@ type Config struct {
 type Backend struct {
 	cfg     Config
 	cli     *client.Client
-	uid     int    // the container user when a session has no uid of its own
-	stage   string // host path of the exec stage binary
-	cgroups bool   // runs get a cgroup of their own (root)
+	uid     int      // the container user when a session has no uid of its own
+	stage   string   // host path of the exec stage binary
+	cgroups bool     // runs get a cgroup of their own (root)
 	nosuid  []string // bind mounts made nosuid,nodev (workspaces, persistent workspaces)
 	// binMount is the tmpfs holding the exec stage ("" if none).
 	binMount string
