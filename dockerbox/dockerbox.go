@@ -179,7 +179,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	// already; a bind over the directory holding them would hide them
 	// (this server's, or another's sharing the state directory).
 	for _, ws := range []string{filepath.Join(cfg.StateDir, "workspaces"), cfg.PersistDir} {
-		if ws != "" && os.Geteuid() == 0 && !mountsUnder(ws) {
+		// A killed server's bind is taken over even with volumes below it
+		// (nobody else would ever unmount it).
+		if ws != "" && os.Geteuid() == 0 && (!mountsUnder(ws) || selfBound(ws) == "ours") {
 			if m := mountNosuid(ws); m != "" {
 				b.nosuid = append(b.nosuid, m)
 			}

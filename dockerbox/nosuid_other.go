@@ -10,3 +10,5 @@ func unmountNosuid(string) {}
 func privateBinDir(string) string { return "" }
 
 func mountsUnder(string) bool { return false }
+
+func selfBound(string) string { return "" }
