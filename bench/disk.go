@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/srt-mcp/srt-mcp/sessions"
@@ -118,6 +121,155 @@ func (s *suite) disk() error {
 	r = median(small.vol) / median(small.dir)
 	s.add(Row{Path: "10,000 small files: own filesystem vs directory", Now: fmt.Sprintf("%.0f files/s", median(small.vol)),
 		Anchor: fmt.Sprintf("%.0f files/s", median(small.dir)), Ratio: fmt.Sprintf("%.2fx", r), Goal: ">= 0.9x", Met: r >= 0.9})
+	if err := s.snapshotAndFork(vols, volSS, base); err != nil {
+		return err
+	}
+	return s.persistentResume()
+}
+
+// snapshotAndFork measures snapshot_workspace and fork_workspace of a
+// workspace holding 100 MB (incompressible, in 10 files), against copying
+// those files on the host (the anchor: the bytes a copy must move).
+func (s *suite) snapshotAndFork(vols *sessions.Registry, ss *sessions.Session, base string) error {
+	buf := make([]byte, 10<<20)
+	for i := 0; i < 10; i++ {
+		_, _ = rand.Read(buf)
+		if err := os.WriteFile(filepath.Join(ss.Workspace, fmt.Sprintf("d%d.bin", i)), buf, 0o600); err != nil {
+			return err
+		}
+	}
+	var snapMs, forkMs, copyMs []float64
+	for round := 0; round < 5; round++ {
+		start := time.Now()
+		info, err := vols.Snapshot(ss, "bench", time.Hour, 0, nil)
+		if err != nil {
+			return err
+		}
+		snapMs = append(snapMs, sinceMS(start))
+		_ = vols.DeleteSnapshot(info.ID, ss.Principal)
+		dst, _, err := vols.Open("", ss.Principal)
+		if err != nil {
+			return err
+		}
+		start = time.Now()
+		if err := vols.Fork(ss, dst, nil); err != nil {
+			return err
+		}
+		forkMs = append(forkMs, sinceMS(start))
+		_ = vols.Close(dst.ID)
+		to := filepath.Join(base, fmt.Sprintf("copy-%d", round))
+		start = time.Now()
+		if err := copyFiles(ss.Workspace, to); err != nil {
+			return err
+		}
+		copyMs = append(copyMs, sinceMS(start))
+		_ = os.RemoveAll(to)
+	}
+	s.printf("\n%-44s %9s %9s\n", "a workspace holding 100 MB (median of 5)", "p50", "max")
+	s.printf("%-44s %7.1fms %7.1fms\n", "copying its files on the host (the anchor)", median(copyMs), pct(copyMs, 1))
+	s.printf("%-44s %7.1fms %7.1fms\n", "snapshot_workspace", median(snapMs), pct(snapMs, 1))
+	s.printf("%-44s %7.1fms %7.1fms\n", "fork_workspace {session_id}", median(forkMs), pct(forkMs, 1))
+	for _, r := range []struct {
+		name string
+		ms   []float64
+	}{{"snapshot of a 100 MB workspace", snapMs}, {"fork of a 100 MB workspace", forkMs}} {
+		s.add(Row{Path: r.name, Now: fmt.Sprintf("%.0f ms", median(r.ms)), Anchor: fmt.Sprintf("%.0f ms (host copy)", median(copyMs)),
+			Ratio: fmt.Sprintf("%.2fx", median(r.ms)/median(copyMs)), Goal: "<= 300 ms", Met: median(r.ms) <= 300})
+	}
+	return nil
+}
+
+// copyFiles copies the regular files of dir into a new directory to, each
+// synced (what a copy of a workspace's files costs on the host).
+func copyFiles(dir, to string) error {
+	if err := os.Mkdir(to, 0o700); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		in, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		out, err := os.Create(filepath.Join(to, e.Name()))
+		if err == nil {
+			_, err = io.Copy(out, in)
+			if err == nil {
+				err = out.Sync()
+			}
+			out.Close()
+		}
+		in.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// persistentResume measures the first cell of a persistent workspace
+// after its server was killed and started again (its filesystem mounted
+// again, its interpreter started), against the first cell of a new
+// workspace on the same server (an interpreter's start: the anchor).
+func (s *suite) persistentResume() error {
+	state, err := os.MkdirTemp("", "srt-mcp-bench-persist-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(state)
+	args := []string{"--backend", "native", "--rate-limit", "1000000", "--warm-pool", "0"}
+	var resumeMs, newMs []float64
+	var sid string
+	for round := 0; round < 5; round++ {
+		b, err := startServerIn(s.Binary, state, true, args...)
+		if err != nil {
+			return err
+		}
+		if sid == "" {
+			sc, err := b.tool("create_session", map[string]any{"language": "python", "name": "bench", "persist": true})
+			if err != nil {
+				b.stop()
+				return err
+			}
+			sid = fmt.Sprint(sc["session_id"])
+			if _, err := b.tool("execute_code", map[string]any{"session_id": sid, "language": "python", "code": "open('keep.txt', 'w').write('kept')"}); err != nil {
+				b.stop()
+				return err
+			}
+		} else {
+			start := time.Now()
+			sc, err := b.tool("execute_code", map[string]any{"session_id": sid, "language": "python", "code": "print(open('keep.txt').read())"})
+			if err != nil || !strings.Contains(fmt.Sprint(sc["stdout"]), "kept") {
+				b.stop()
+				return fmt.Errorf("the first cell after a restart: %v %v", sc, err)
+			}
+			resumeMs = append(resumeMs, sinceMS(start))
+			start = time.Now()
+			if _, err := b.tool("execute_code", map[string]any{"language": "python", "code": "print(1)"}); err != nil {
+				b.stop()
+				return err
+			}
+			newMs = append(newMs, sinceMS(start))
+		}
+		if round == 4 {
+			b.stop() // the last one unmounts what it has: the state directory goes
+			break
+		}
+		_ = b.cmd.Process.Kill() // a crash: nothing suspended
+		_ = b.cmd.Wait()
+	}
+	s.printf("\n%-44s %9s %9s\n", "first cell after the server was killed", "p50", "max")
+	s.printf("%-44s %7.0fms %7.0fms\n", "a new workspace (the anchor)", median(newMs), pct(newMs, 1))
+	s.printf("%-44s %7.0fms %7.0fms\n", "a persistent workspace, resumed", median(resumeMs), pct(resumeMs, 1))
+	s.add(Row{Path: "persistent workspace: first cell after a crash", Now: fmt.Sprintf("%.0f ms", median(resumeMs)),
+		Anchor: fmt.Sprintf("%.0f ms (new workspace)", median(newMs)), Ratio: fmt.Sprintf("%.2fx", median(resumeMs)/median(newMs)),
+		Goal: "<= 1 s", Met: pct(resumeMs, 1) <= 1000})
 	return nil
 }
 

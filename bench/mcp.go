@@ -25,22 +25,29 @@ type server struct {
 	cl    *http.Client
 	sid   string
 	id    int
+	keep  bool // the state directory is the caller's: stop leaves it
 }
 
 // startServer starts binary's serve with extra flags, waits for it to
 // answer, and opens an MCP session.
 func startServer(binary string, extra ...string) (*server, error) {
+	state, err := os.MkdirTemp("", "srt-mcp-bench-")
+	if err != nil {
+		return nil, err
+	}
+	return startServerIn(binary, state, false, extra...)
+}
+
+// startServerIn is startServer on the state directory state (kept at
+// stop when keep is set).
+func startServerIn(binary, state string, keep bool, extra ...string) (*server, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	state, err := os.MkdirTemp("", "srt-mcp-bench-")
-	if err != nil {
-		return nil, err
-	}
-	b := &server{url: fmt.Sprintf("http://127.0.0.1:%d/mcp", port), state: state,
+	b := &server{url: fmt.Sprintf("http://127.0.0.1:%d/mcp", port), state: state, keep: keep,
 		cl: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
 	b.cmd = exec.Command(binary, append([]string{"serve", "--port", fmt.Sprint(port), "--state-dir", state}, extra...)...)
 	b.cmd.Stderr = io.Discard
@@ -70,7 +77,9 @@ func startServer(binary string, extra ...string) (*server, error) {
 func (b *server) stop() {
 	_ = b.cmd.Process.Signal(os.Interrupt)
 	_ = b.cmd.Wait()
-	_ = os.RemoveAll(b.state)
+	if !b.keep {
+		_ = os.RemoveAll(b.state)
+	}
 }
 
 // rpc sends one JSON-RPC request (a notification when params is nil and

@@ -33,6 +33,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/srt-mcp/srt-mcp/nofollow"
 	"github.com/srt-mcp/srt-mcp/opfile"
 	"github.com/srt-mcp/srt-mcp/printable"
@@ -482,7 +484,7 @@ func chownSession(ss *Session) {
 		if st, err := d.Stat(); err == nil && int(st.UID) != o.UID {
 			budget := MaxFiles
 			_ = chownTree(d, o.UID, o.GID, 0, &budget)
-			_ = d.Chown(".", o.UID, o.GID)
+			_ = unix.Fchown(d.Fd(), o.UID, o.GID)
 		}
 		d.Close()
 	}
@@ -498,6 +500,7 @@ func (s *Registry) suspend(ss *Session) {
 	m.LastUsed = ss.LastUsed()
 	if m.Volume {
 		mnt := filepath.Join(ss.Dir, volumeMount)
+		volume.Trim(mnt) // at rest it holds on the host what its files hold
 		_ = volume.Unmount(mnt)
 		// Another machine may mount it only once this one's filesystem is
 		// gone: recorded as unmounted only then.

@@ -251,3 +251,48 @@ func TestPersistentFollowsNoLink(t *testing.T) {
 		t.Error("the link was removed or replaced")
 	}
 }
+
+// A resumed workspace whose recorded uid is in use (a process of the dead
+// server still runs as it) gets another uid, and its files, the
+// workspace's own directory included, become that uid's.
+func TestPersistentResumeWithItsUIDTaken(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("session uids are a root server's")
+	}
+	persistModes(t, func(t *testing.T, cfg func(string) Config) {
+		state := t.TempDir()
+		c := cfg(state)
+		c.UIDs = &DefaultUIDs
+		a := startRegistry(t, c)
+		ss, _, err := a.CreatePersistent("alice", "proj")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ss.WriteFile("keep.txt", []byte("kept"), false); err != nil {
+			t.Fatal(err)
+		}
+		old := ss.UID()
+		a.Shutdown()
+		b := startRegistry(t, c)
+		t.Cleanup(b.Shutdown)
+		b.mu.Lock()
+		if b.uids == nil {
+			b.uids = map[int]bool{}
+		}
+		b.uids[old] = true // as if a process still ran as it
+		b.mu.Unlock()
+		r, err := b.Lookup(ss.ID, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.UID() == old || r.UID() == 0 {
+			t.Fatalf("resumed with uid %d (the old one %d is taken)", r.UID(), old)
+		}
+		for _, p := range []string{r.Workspace, filepath.Join(r.Workspace, "keep.txt"), r.Cache} {
+			var st syscall.Stat_t
+			if err := syscall.Lstat(p, &st); err != nil || int(st.Uid) != r.UID() {
+				t.Errorf("%s is uid %d, want the resumed session's %d (%v)", filepath.Base(p), st.Uid, r.UID(), err)
+			}
+		}
+	})
+}

@@ -144,9 +144,10 @@ func (s *Registry) Snapshot(ss *Session, name string, ttl time.Duration, budget 
 	return info, nil
 }
 
-// imageBytes is what ss's image holds on the host once its filesystem's
-// dirty pages are written (syncfs).
+// imageBytes is what ss's image holds on the host once its free blocks
+// are given back (FITRIM) and its dirty pages written (syncfs).
 func imageBytes(ss *Session) (int64, error) {
+	volume.Trim(filepath.Join(ss.Dir, volumeMount)) // the blocks of deleted files need no copy
 	volume.Sync(filepath.Join(ss.Dir, volumeMount))
 	return volume.Allocated(filepath.Join(ss.Dir, "image"))
 }

@@ -44,3 +44,6 @@ func Thaw(dir string) {}
 
 // Sync does nothing here.
 func Sync(dir string) {}
+
+// Trim does nothing here.
+func Trim(dir string) {}
