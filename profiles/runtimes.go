@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/srt-mcp/srt-mcp/policy"
@@ -69,6 +70,8 @@ func DiscoverRuntimes(scratchParent string) (*Runtimes, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(scratch)
+	var probes sync.WaitGroup
+	defer probes.Wait() // before the scratch directory goes
 	for _, rt := range doc.Runtimes {
 		rt.Paths = map[string]string{}
 		var missing, outside []string
@@ -92,7 +95,13 @@ func DiscoverRuntimes(scratchParent string) (*Runtimes, error) {
 			rt.Reason = fmt.Sprintf("%s not installed; apt-get install -y %s", strings.Join(missing, ", "), strings.Join(rt.Packages, " "))
 		default:
 			rt.Available = true
-			rt.Found = rt.versionOf(scratch)
+			// The probes run at once: in turn they held a server's first
+			// calls (which wait for discovery) ~0.8 s after a start.
+			probes.Add(1)
+			go func(rt *Runtime) {
+				defer probes.Done()
+				rt.Found = rt.versionOf(scratch)
+			}(rt)
 		}
 		r.list = append(r.list, rt)
 		r.by[rt.Language] = rt
