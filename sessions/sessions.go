@@ -999,6 +999,9 @@ func (s *Registry) Shutdown() {
 		<-s.filling
 		s.dropReady()
 	}
+	// A freeze a snapshot gave up on may still be waiting for a writer the
+	// sessions' ends just stopped: it thaws the filesystem when it ends.
+	volume.Settle(10 * time.Second)
 	if s.lock != nil {
 		_ = nofollow.RemoveAll(s.dir)
 		s.lock.Close()

@@ -171,7 +171,9 @@ func Freeze(dir string, wait time.Duration, busy func()) (thaw func(), err error
 		abandoned bool
 		done      = make(chan syscall.Errno, 1)
 	)
+	freezing.Add(1)
 	go func() {
+		defer freezing.Done()
 		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), fiFreeze, 0)
 		mu.Lock()
 		defer mu.Unlock()
@@ -213,6 +215,28 @@ func Freeze(dir string, wait time.Duration, busy func()) (thaw func(), err error
 		_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(fd), fiThaw, 0)
 		unix.Close(fd)
 	}, nil
+}
+
+// freezing counts the freezes under way, abandoned ones included.
+var freezing sync.WaitGroup
+
+// Settle waits up to d for the freezes under way to end. A process that
+// exits while an abandoned freeze is still waiting leaves the filesystem
+// frozen once it happens (nobody thaws it: a frozen filesystem outlives
+// its unmount, with its loop device); a server settles before it exits,
+// once the sandboxes that held the filesystem are gone.
+func Settle(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		freezing.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }
 
 // Thaw undoes a freeze of the filesystem mounted at dir that nobody will
