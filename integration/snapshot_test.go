@@ -15,13 +15,19 @@ import (
 func TestWorkspaceSnapshots(t *testing.T) {
 	parallel(t)
 	forEachBackend(t, func(t *testing.T, backend []string) {
-		d := startData(t, backend)
-		if workspaceFS(t, d.url) != "filesystem" {
-			// Without root there is no filesystem to snapshot: the tool
-			// says so.
-			v := d.wantErrorless("execute_code", map[string]any{"code": "open('a.txt', 'w').write('x')", "language": "python"})
-			d.wantError("snapshot_workspace", map[string]any{"session_id": v["session_id"], "name": "s"}, "unsupported")
-			return
+		// Filesystems of their own as root; directories (tree copies)
+		// without root, and with --workspace-fs dir.
+		for _, fs := range []string{"auto", "dir"} {
+			t.Run(fs, func(t *testing.T) { testWorkspaceSnapshots(t, backend, fs) })
+		}
+	})
+}
+
+func testWorkspaceSnapshots(t *testing.T, backend []string, fs string) {
+	{
+		d := startData(t, backend, "--workspace-fs", fs)
+		if fs == "auto" {
+			t.Logf("workspaces: %s", workspaceFS(t, d.url))
 		}
 		v := d.wantErrorless("create_session", map[string]any{"language": "python"})
 		sid := fmt.Sprint(v["session_id"])
@@ -73,7 +79,7 @@ func TestWorkspaceSnapshots(t *testing.T) {
 		}
 		d.wantErrorless("delete_snapshot", map[string]any{"snapshot_id": id})
 		d.wantError("restore_workspace", map[string]any{"session_id": sid, "snapshot_id": id}, "not_found")
-	})
+	}
 }
 
 // Another key never reaches a snapshot: it does not list it, and naming
@@ -84,9 +90,6 @@ func TestHostileSnapshots(t *testing.T) {
 	parallel(t)
 	s := startTenants(t)
 	alice, bob := keyClient(t, s.url, aliceToken), keyClient(t, s.url, bobToken)
-	if workspaceFS(t, s.url) != "filesystem" {
-		t.Skip("workspaces are directories here: no snapshots")
-	}
 	v, _ := callTool(t, alice, "execute_code", map[string]any{"code": "open('secret.txt', 'w').write('alice only')", "language": "python"})
 	sid := fmt.Sprint(v["session_id"])
 	snap, isErr := callTool(t, alice, "snapshot_workspace", map[string]any{"session_id": sid, "name": "mine"})

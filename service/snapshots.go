@@ -86,8 +86,6 @@ func (s *Service) ForkWorkspace(ctx context.Context, c Caller, id string, from *
 		if _, err := s.reg.SnapshotOf(id, c.Principal); err != nil {
 			return nil, nil, nil, err // before a workspace is made for it
 		}
-	} else if !from.ss.Bounded() {
-		return nil, nil, nil, errorf("unsupported", "forks need workspaces that are filesystems of their own (a root server with loop devices and mkfs.ext4; /healthz says workspace_fs); this session's is a directory")
 	}
 	ss, err := s.newWorkspace(c)
 	if err != nil {

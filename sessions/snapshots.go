@@ -45,6 +45,9 @@ type SnapshotInfo struct {
 	Bytes     int64     `json:"size_bytes"`
 	Created   time.Time `json:"created_at"`
 	Expires   time.Time `json:"expires_at"`
+	// Tree: a copy of a workspace that is a directory (its files, not an
+	// image); it restores only into such workspaces.
+	Tree bool `json:"tree,omitempty"`
 }
 
 var snapshotIDPattern = regexp.MustCompile(`^snap_[0-9a-f]{16}$`)
@@ -83,9 +86,6 @@ func (s *Registry) Snapshot(ss *Session, name string, ttl time.Duration, budget 
 	if err := CheckSnapshotName(name); err != nil {
 		return nil, err
 	}
-	if !ss.volume {
-		return nil, sessErr("unsupported", "snapshots need workspaces that are filesystems of their own (a root server with loop devices and mkfs.ext4; /healthz says workspace_fs); this server's are directories")
-	}
 	root := s.snapshotsDir()
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, err
@@ -94,9 +94,9 @@ func (s *Registry) Snapshot(ss *Session, name string, ttl time.Duration, budget 
 	// pages are written: that much is promised to the budget before the
 	// copy starts, so snapshots asked for at once are refused early
 	// rather than after each copied a whole image.
-	need, err := imageBytes(ss)
+	need, err := s.copyBytes(ss)
 	if err != nil {
-		return nil, sessErr("internal_error", "reading the workspace's size: %s", hostless(err))
+		return nil, err
 	}
 	release, err := s.promiseSnapshot(ss.Principal, need, budget)
 	if err != nil {
@@ -119,12 +119,21 @@ func (s *Registry) Snapshot(ss *Session, name string, ttl time.Duration, budget 
 			_ = nofollow.RemoveAll(tmp)
 		}
 	}()
-	if err := copyFrozen(ss, filepath.Join(tmp, "image"), busy); err != nil {
-		return nil, err
+	var size int64
+	if ss.volume {
+		if err := copyFrozen(ss, filepath.Join(tmp, "image"), busy); err != nil {
+			return nil, err
+		}
+		size, _ = volume.Allocated(filepath.Join(tmp, "image"))
+	} else {
+		// No freeze for a directory: the files are copied as they are
+		// (a program writing meanwhile leaves what a cp would see).
+		if size, err = s.copyTrees(ss, tmp, need); err != nil {
+			return nil, err
+		}
 	}
-	size, _ := volume.Allocated(filepath.Join(tmp, "image"))
 	now := time.Now()
-	info := &SnapshotInfo{ID: id, Name: name, Principal: ss.Principal, SessionID: ss.ID, Bytes: size, Created: now, Expires: now.Add(ttl)}
+	info := &SnapshotInfo{ID: id, Name: name, Principal: ss.Principal, SessionID: ss.ID, Bytes: size, Created: now, Expires: now.Add(ttl), Tree: !ss.volume}
 	meta, _ := json.Marshal(info)
 	if err := writeFileSync(filepath.Join(tmp, "meta.json"), meta); err != nil {
 		return nil, fullOr(err, "writing the snapshot")
@@ -304,8 +313,25 @@ func (s *Registry) Restore(ss *Session, id string) (*SnapshotInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !ss.volume {
-		return nil, sessErr("unsupported", "this session's workspace is a directory: snapshots restore only into workspaces that are filesystems of their own")
+	if info.Tree != !ss.volume {
+		return nil, sessErr("unsupported", "snapshot %s is a copy of a workspace that was %s, and this session's is %s: it restores only into the same kind (or fork it on a server whose workspaces are)", info.ID, kind(!info.Tree), kind(ss.volume))
+	}
+	if info.Tree {
+		err := s.replaceTrees(ss, func(next string) error {
+			need, err := treeSize(dir)
+			if err != nil {
+				return sessErr("internal_error", "reading the snapshot's size: %s", hostless(err))
+			}
+			if err := copyRoom(ss.Dir, need, "restoring this snapshot"); err != nil {
+				return err
+			}
+			_, err = copyTreesFrom(dir, next, need+(1<<20))
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return info, nil
 	}
 	src := filepath.Join(dir, "image")
 	err = s.replaceImage(ss, func(next string) error {
@@ -333,8 +359,21 @@ func (s *Registry) Restore(ss *Session, id string) (*SnapshotInfo, error) {
 // freezing. Nothing but the two sessions ever holds the copy: a server
 // killed meanwhile leaves no snapshot behind.
 func (s *Registry) Fork(src, dst *Session, busy func()) error {
-	if !src.volume || !dst.volume {
-		return sessErr("unsupported", "forks need workspaces that are filesystems of their own (a root server with loop devices and mkfs.ext4; /healthz says workspace_fs); this server's are directories")
+	if src.volume != dst.volume {
+		return sessErr("unsupported", "the workspace is %s and a new one here is %s: a fork needs the same kind", kind(src.volume), kind(dst.volume))
+	}
+	if !src.volume {
+		return s.replaceTrees(dst, func(next string) error {
+			need, err := s.copyBytes(src)
+			if err != nil {
+				return err
+			}
+			if err := copyRoom(dst.Dir, need, "a fork of this workspace"); err != nil {
+				return err
+			}
+			_, err = s.copyTrees(src, next, need)
+			return err
+		})
 	}
 	return s.replaceImage(dst, func(next string) error {
 		need, err := imageBytes(src)
@@ -390,6 +429,125 @@ func (s *Registry) replaceImage(ss *Session, fill func(next string) error) error
 			d.Close()
 		}
 	}
+	return nil
+}
+
+// kind names what a workspace is.
+func kind(volume bool) string {
+	if volume {
+		return "a filesystem of its own"
+	}
+	return "a directory"
+}
+
+// copyBytes is what a copy of ss's files takes on the host: its image's
+// allocation, or its trees' files.
+func (s *Registry) copyBytes(ss *Session) (int64, error) {
+	if ss.volume {
+		n, err := imageBytes(ss)
+		if err != nil {
+			return 0, sessErr("internal_error", "reading the workspace's size: %s", hostless(err))
+		}
+		return n, nil
+	}
+	n := int64(0)
+	for _, d := range []string{ss.Workspace, ss.Cache} {
+		b, err := treeSize(d)
+		if err != nil {
+			return 0, sessErr("internal_error", "reading the workspace's size: %s", hostless(err))
+		}
+		n += b
+	}
+	return n, nil
+}
+
+// treeSize totals the regular files below dir (never following a link),
+// past MaxFiles entries an error.
+func treeSize(dir string) (int64, error) {
+	d, err := nofollow.OpenTrusted(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	n := int64(0)
+	err = nofollow.WalkTree(d, MaxFiles, func(rel string, st nofollow.Stat) error {
+		if st.Mode.IsRegular() {
+			n += st.Size
+		}
+		return nil
+	})
+	return n, err
+}
+
+// copyTrees copies ss's workspace and cache into dir/data and dir/cache
+// (new), at most limit bytes (plus what grows meanwhile: 1 MiB), and
+// returns the bytes copied.
+func (s *Registry) copyTrees(ss *Session, dir string, limit int64) (int64, error) {
+	return copyPairs(map[string]string{ss.Workspace: filepath.Join(dir, "data"), ss.Cache: filepath.Join(dir, "cache")}, limit+(1<<20))
+}
+
+// copyTreesFrom copies a tree snapshot's data and cache into dir.
+func copyTreesFrom(snap, dir string, limit int64) (int64, error) {
+	return copyPairs(map[string]string{filepath.Join(snap, "data"): filepath.Join(dir, "data"), filepath.Join(snap, "cache"): filepath.Join(dir, "cache")}, limit)
+}
+
+func copyPairs(pairs map[string]string, limit int64) (int64, error) {
+	c := &treeCopy{files: MaxFiles, bytes: limit}
+	for from, to := range pairs {
+		src, err := nofollow.OpenTrusted(from)
+		if err != nil {
+			return c.used, sessErr("internal_error", "copying the workspace: %s", hostless(err))
+		}
+		if err := os.Mkdir(to, 0o700); err != nil {
+			src.Close()
+			return c.used, fullOr(err, "copying the workspace")
+		}
+		dst, err := nofollow.OpenTrusted(to)
+		if err == nil {
+			err = c.copyTree(src, dst, 0)
+			dst.Close()
+		}
+		src.Close()
+		if errors.Is(err, errTreeTooBig) {
+			return c.used, &Error{Code: "quota_exceeded", Message: fmt.Sprintf("the workspace holds more than a copy may (%d files, %d bytes): it grew while it was copied, or is past its quota; delete files first", MaxFiles, limit)}
+		}
+		if err != nil {
+			return c.used, fullOr(err, "copying the workspace")
+		}
+	}
+	return c.used, nil
+}
+
+// replaceTrees puts, in place of ss's workspace and cache (directories;
+// its interpreters and sandboxes stopped), the trees fill writes into
+// next/data and next/cache: a failure leaves the workspace as it was. The
+// files become ss's owner's.
+func (s *Registry) replaceTrees(ss *Session, fill func(next string) error) error {
+	next := filepath.Join(ss.Dir, "restore")
+	_ = nofollow.RemoveAll(next)
+	if err := os.Mkdir(next, 0o700); err != nil {
+		return fullOr(err, "restoring")
+	}
+	defer nofollow.RemoveAll(next)
+	if err := fill(next); err != nil {
+		return err
+	}
+	old := filepath.Join(ss.Dir, "restore-old")
+	_ = nofollow.RemoveAll(old)
+	if err := os.Mkdir(old, 0o700); err != nil {
+		return fullOr(err, "restoring")
+	}
+	defer nofollow.RemoveAll(old)
+	for _, p := range []struct{ cur, name string }{{ss.Workspace, "data"}, {ss.Cache, "cache"}} {
+		if err := os.Rename(p.cur, filepath.Join(old, p.name)); err != nil {
+			return sessErr("internal_error", "restoring: %s", hostless(err))
+		}
+		if err := os.Rename(filepath.Join(next, p.name), p.cur); err != nil {
+			_ = os.Rename(filepath.Join(old, p.name), p.cur)
+			return sessErr("internal_error", "restoring: %s", hostless(err))
+		}
+	}
+	chownSession(ss)
 	return nil
 }
 
