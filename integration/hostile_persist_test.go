@@ -1,3 +1,5 @@
+//go:build linux
+
 package integration
 
 // Attacks on persistent workspaces (create_session {name, persist: true},
