@@ -384,6 +384,7 @@ func (s *Registry) resumeLocked(dir string, m persistMeta, newID string) (*Sessi
 	if newID != "" {
 		cur.ID = newID
 	}
+	recoverReplace(dir)
 	if cur.Volume {
 		if err := s.mountPersistent(dir, &cur); err != nil {
 			return nil, err
@@ -414,6 +415,24 @@ func (s *Registry) resumeLocked(dir string, m persistMeta, newID string) (*Sessi
 	s.open[ss.ID] = ss
 	s.persisted[ss.ID] = dir
 	return ss, nil
+}
+
+// recoverReplace finishes, in a persistent workspace's directory, what a
+// server killed during a restore or a fork left: the workspace keeps its
+// files as they were before it (a tree moved aside comes back), and the
+// half-made copy goes.
+func recoverReplace(dir string) {
+	for _, name := range []string{"data", "cache"} {
+		moved := filepath.Join(dir, "restore-old", name)
+		if _, err := os.Lstat(filepath.Join(dir, name)); errors.Is(err, fs.ErrNotExist) {
+			if fi, err := os.Lstat(moved); err == nil && fi.IsDir() {
+				_ = os.Rename(moved, filepath.Join(dir, name))
+			}
+		}
+	}
+	for _, name := range []string{"restore", "restore-old", "image.restore"} {
+		_ = nofollow.RemoveAll(filepath.Join(dir, name))
+	}
 }
 
 // mountPersistent mounts a suspended workspace's filesystem, after what a

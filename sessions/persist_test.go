@@ -296,3 +296,44 @@ func TestPersistentResumeWithItsUIDTaken(t *testing.T) {
 		}
 	})
 }
+
+// A server killed in the middle of a restore of a persistent workspace
+// that is a directory (its trees moved aside, the copy not yet in place):
+// the next resume puts the workspace back as it was and removes the
+// half-made copy.
+func TestPersistentKilledDuringRestore(t *testing.T) {
+	state := t.TempDir()
+	a := startRegistry(t, Config{StateDir: state, Max: 4})
+	ss, _, err := a.CreatePersistent("alice", "proj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ss.WriteFile("keep.txt", []byte("kept"), false); err != nil {
+		t.Fatal(err)
+	}
+	a.Shutdown()
+	// What replaceTrees leaves when killed between its renames.
+	if err := os.MkdirAll(filepath.Join(ss.Dir, "restore-old"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(ss.Workspace, filepath.Join(ss.Dir, "restore-old", "data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ss.Dir, "restore", "cache"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b := startRegistry(t, Config{StateDir: state, Max: 4})
+	t.Cleanup(b.Shutdown)
+	r, err := b.Lookup(ss.ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := r.ReadFile("keep.txt", 100); err != nil || string(got) != "kept" {
+		t.Errorf("after a restore cut short: keep.txt %q %v", got, err)
+	}
+	for _, n := range []string{"restore", "restore-old"} {
+		if _, err := os.Lstat(filepath.Join(r.Dir, n)); err == nil {
+			t.Errorf("%s left behind", n)
+		}
+	}
+}

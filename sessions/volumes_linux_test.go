@@ -3,6 +3,7 @@
 package sessions
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -271,5 +272,76 @@ func TestSnapshotOfABusyFilesystem(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(s.snapshotsDir()); len(ents) != 0 {
 		t.Errorf("%d entries left in the snapshots directory", len(ents))
+	}
+}
+
+// The state disk full during a snapshot and a restore, for both kinds of
+// workspace: storage_full, no host path, nothing half-made in the
+// snapshots directory, and the workspace as it was.
+func TestSnapshotOnAFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	for _, vol := range []bool{false, true} {
+		t.Run(kind(vol), func(t *testing.T) {
+			if vol {
+				requireVolumes(t)
+			}
+			mnt := t.TempDir()
+			if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=96m"); err != nil {
+				t.Skip("no tmpfs here:", err)
+			}
+			t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+			cfg := Config{StateDir: filepath.Join(mnt, "state"), Max: 4}
+			if vol {
+				cfg.VolumeBytes = 24 << 20
+			}
+			s := newSessions(t, cfg)
+			s.StartVolumes()
+			ss, _, err := s.Open("", "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := bytes.Repeat([]byte("d"), 8<<20)
+			if _, err := ss.WriteFile("keep.bin", data, false); err != nil {
+				t.Fatal(err)
+			}
+			snap, err := s.Snapshot(ss, "before", time.Hour, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ss.WriteFile("keep.bin", []byte("changed"), true); err != nil {
+				t.Fatal(err)
+			}
+			var st syscall.Statfs_t
+			if err := syscall.Statfs(mnt, &st); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(mnt, "filler"), make([]byte, int64(st.Bavail)*st.Bsize-(2<<20)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Snapshot(ss, "full", time.Hour, 0, nil)
+			wantCode(t, err, "storage_full")
+			if strings.Contains(err.Error(), mnt) {
+				t.Errorf("the error names a host path: %v", err)
+			}
+			if ents, _ := os.ReadDir(s.snapshotsDir()); len(ents) != 1 {
+				t.Errorf("the snapshots directory holds %d entries, want the first snapshot only", len(ents))
+			}
+			_, err = s.Restore(ss, snap.ID)
+			wantCode(t, err, "storage_full")
+			if b, _, err := ss.ReadFile("keep.bin", 100); err != nil || string(b) != "changed" {
+				t.Errorf("after a refused restore the workspace holds %q %v", b, err)
+			}
+			if err := os.Remove(filepath.Join(mnt, "filler")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Restore(ss, snap.ID); err != nil {
+				t.Fatalf("a restore once there is room: %v", err)
+			}
+			if b, _, _ := ss.ReadFile("keep.bin", 16<<20); !bytes.Equal(b, data) {
+				t.Errorf("the restored workspace holds %d bytes, want the snapshot's %d", len(b), len(data))
+			}
+		})
 	}
 }
