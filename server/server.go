@@ -346,7 +346,7 @@ func Run(ctx context.Context, o Options) error {
 	metrics := ops.New()
 	metrics.BindRunners(pool.Idle)
 	svc := service.New(service.Config{
-		Ceiling: o.Ceiling, DefaultTimeout: def, Home: o.Home, Logger: logger, Hide: []string{o.StateDir},
+		Ceiling: o.Ceiling, DefaultTimeout: def, Home: o.Home, Logger: logger, Hide: []string{o.StateDir, reg.PersistDir()},
 		Sessions: reg, Backend: runOn, Python: o.Python, Node: o.Node,
 		ExecTimeout: o.ExecTimeout, MaxOutputBytes: o.MaxOutputBytes,
 		MaxCodeBytes: o.MaxCodeBytes, MaxUploadBytes: o.MaxUploadBytes, MaxArtifactRead: o.MaxArtifactRead,

@@ -384,6 +384,12 @@ func (s *Registry) resumeLocked(dir string, m persistMeta, newID string) (*Sessi
 	if newID != "" {
 		cur.ID = newID
 	}
+	if s.open[cur.ID] != nil {
+		// A session of that id is open here (a caller named it, or
+		// another server sharing the directory minted it too): the
+		// workspace gets a new handle rather than take another's.
+		cur.ID = s.newIDLocked()
+	}
 	recoverReplace(dir)
 	if cur.Volume {
 		if err := s.mountPersistent(dir, &cur); err != nil {
@@ -699,6 +705,20 @@ func (s *Registry) SweepPersistent(now time.Time) int {
 		}
 	}
 	return n
+}
+
+// persistentHolds reports whether a record in the persistent directory
+// (this server's, or another's sharing it) holds id.
+func (s *Registry) persistentHolds(id string) bool {
+	if s.persisted[id] != "" {
+		return true
+	}
+	held := false
+	s.scanPersist(func(dir string, m persistMeta) bool {
+		held = m.ID == id
+		return !held
+	})
+	return held
 }
 
 // persistedMeta is the record of this replica's persistent workspace id

@@ -452,8 +452,11 @@ func (s *Registry) get(id string, mine func(*Session) bool) (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss, ok := s.open[id]
-	if !ok {
-		if m, err := s.persistedMeta(id); err == nil && (mine == nil || mine(&Session{ID: id, Principal: m.Principal})) {
+	// Only a caller's lookup, its principal checked first, resumes a
+	// suspended persistent workspace: the server's own (a signed link, a
+	// listing) never mounts one, takes its lock or refreshes its use.
+	if !ok && mine != nil {
+		if m, err := s.persistedMeta(id); err == nil && mine(&Session{ID: id, Principal: m.Principal}) {
 			ss, _, err := s.resumeByIDLocked(id)
 			if err != nil || ss != nil {
 				return ss, err
@@ -506,6 +509,11 @@ func (s *Registry) Open(id, principal string) (*Session, bool, error) {
 			err = notFound(id)
 		}
 		return ss, false, err
+	}
+	if !minted && s.persistentHolds(id) {
+		// Another server sharing the persistent directory gave a
+		// workspace this id: a caller naming it gets nothing of it.
+		return nil, false, notFound(id)
 	}
 	if !minted && ReplicaOf(id) != "" {
 		return nil, false, sessErr("session_not_found", "No active session with id %s: ids naming a replica are minted by the server, and this one is closed (omit session_id to get a new session)", id)
