@@ -182,7 +182,12 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		// A killed server's bind is taken over even with volumes below it
 		// (nobody else would ever unmount it).
 		if ws != "" && os.Geteuid() == 0 && (!mountsUnder(ws) || selfBound(ws) == "ours") {
-			if m := mountNosuid(ws); m != "" {
+			// The persistent directory's bind stays at shutdown: replicas
+			// with other state directories may share the directory (and
+			// its bind), and a stop that detached it would take their
+			// open workspaces' mounts with it. The next server takes it
+			// over.
+			if m := mountNosuid(ws); m != "" && ws != cfg.PersistDir {
 				b.nosuid = append(b.nosuid, m)
 			}
 		}
@@ -587,6 +592,36 @@ func (b *Backend) Cleanup(ctx context.Context) (int, error) {
 		default:
 			errs = append(errs, err)
 		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// CleanupForeign removes the containers of dead servers that kept their
+// state in another state directory (replicas sharing a persistent
+// directory on this engine): a dead replica's container still holds the
+// filesystem of a persistent workspace another replica is resuming. A
+// container counts as such a server's only when its labels name an
+// srt-mcp state directory on this host whose instance lock nobody holds.
+func (b *Backend) CleanupForeign(ctx context.Context) (int, error) {
+	res, err := b.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", LabelApp+"="+LabelAppValue)})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, c := range res.Items {
+		state, inst := c.Labels[LabelState], c.Labels[LabelInstance]
+		if state == "" || inst == "" || state == b.cfg.StateDir || !filepath.IsAbs(state) {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(state, "sessions")); err != nil || !fi.IsDir() || sessions.InstanceAlive(state, inst) {
+			continue // not a state directory here, or its server lives
+		}
+		if _, err := b.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !strings.Contains(err.Error(), "No such container") {
+			errs = append(errs, err)
+			continue
+		}
+		n++
 	}
 	return n, errors.Join(errs...)
 }

@@ -124,7 +124,7 @@ func TestHostilePersistentLocalUser(t *testing.T) {
 	if r, isErr := callTool(t, alice, "create_session", map[string]any{"language": "python", "name": "proj", "persist": true}); isErr {
 		t.Fatal(flat(r))
 	}
-	dirs, _ := filepath.Glob(filepath.Join(state, "persistent", "*"))
+	dirs, _ := filepath.Glob(filepath.Join(state, "persistent", "[0-9a-f]*"))
 	if len(dirs) != 1 {
 		t.Fatalf("persistent directory: %v", dirs)
 	}

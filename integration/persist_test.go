@@ -57,8 +57,10 @@ func TestPersistentWorkspaceSurvivesRestarts(t *testing.T) {
 		// name.
 		_ = d2.cmd.Process.Signal(syscall.SIGTERM)
 		_ = d2.wait()
-		if m := mountsUnder(state); len(m) > 0 {
-			t.Errorf("a server that shut down left mounts: %v", m)
+		for _, m := range mountsUnder(state) {
+			if m != filepath.Join(state, "persistent") { // the Docker backend's nosuid bind of it stays
+				t.Errorf("a server that shut down left a mount: %s", m)
+			}
 		}
 		d3 := startData(t, backend, args...)
 		l = d3.wantErrorless("list_workspaces", map[string]any{})
@@ -81,8 +83,11 @@ func TestPersistentWorkspaceSurvivesRestarts(t *testing.T) {
 		if r, isErr := d4.call("execute_code", map[string]any{"session_id": sid, "language": "python", "code": "print(1)"}); !isErr || !strings.HasPrefix(fmt.Sprint(r["error"]), "session_not_found") {
 			t.Errorf("a destroyed persistent workspace after a restart: %s", flat(r))
 		}
-		if ents, _ := os.ReadDir(filepath.Join(state, "persistent")); len(ents) != 0 {
-			t.Errorf("a destroyed persistent workspace left %d entries", len(ents))
+		ents, _ := os.ReadDir(filepath.Join(state, "persistent"))
+		for _, e := range ents {
+			if e.Name() != ".lock" { // the directory's own
+				t.Errorf("a destroyed persistent workspace left %s", e.Name())
+			}
 		}
 	})
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/srt-mcp/srt-mcp/backend"
@@ -24,6 +25,13 @@ func dockerBackend(d Docker, stateDir, persistDir, instance, execStage string, f
 		n, err := b.Cleanup(ctx)
 		if n > 0 || err != nil {
 			logger.Info("removed containers of servers that are gone", "containers", n, "error", err)
+		}
+		if persistDir != filepath.Join(stateDir, "persistent") {
+			// Replicas sharing the persistent directory: their dead
+			// containers hold workspaces this one may resume.
+			if n, err := b.CleanupForeign(ctx); n > 0 || err != nil {
+				logger.Info("removed containers of other state directories' servers that are gone", "containers", n, "error", err)
+			}
 		}
 	}
 	sweep()

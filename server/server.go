@@ -319,6 +319,13 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 		defer db.Close()
+		reg.OnHeld(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if n, err := db.CleanupForeign(ctx); n > 0 || err != nil {
+				logger.Info("removed containers of other state directories' servers that are gone", "containers", n, "error", err)
+			}
+		})
 		defer db.RemoveAll(context.Background())
 		runOn = db
 	}

@@ -88,6 +88,12 @@ func CheckWorkspaceName(name string) error {
 	return nil
 }
 
+// OnHeld registers f, run (in the background, one at a time) when a
+// persistent workspace cannot be resumed because a dead server's
+// sandboxes still hold its filesystem: the Docker backend removes the
+// containers of dead servers of other state directories.
+func (s *Registry) OnHeld(f func()) { s.onHeld = f }
+
 // PersistDir is where persistent workspaces live.
 func (s *Registry) PersistDir() string { return s.persistDir }
 
@@ -98,6 +104,16 @@ func (s *Registry) preparePersist() error {
 	if err := os.MkdirAll(s.persistDir, s.dirMode()); err != nil {
 		return err
 	}
+	// One path for the directory, links resolved: the records are read
+	// through it, and replicas compare what they mounted by it.
+	abs, err := filepath.Abs(s.persistDir)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return err
+	}
+	s.persistDir = abs
 	if err := opfile.CheckDir(s.persistDir); err != nil {
 		return fmt.Errorf("refusing the persistent workspaces directory: %v", err)
 	}
@@ -117,9 +133,31 @@ func (s *Registry) preparePersist() error {
 		if ReplicaOf(m.ID) == s.cfg.Replica {
 			s.persisted[m.ID] = dir
 		}
+		// A dead server's mount (its lock is free): unmounted now, so its
+		// loop device is gone by the first call that resumes it.
+		if mnt := filepath.Join(dir, volumeMount); volume.Mounted(mnt) {
+			if lock, err := lockPersist(dir); err == nil {
+				volume.Thaw(mnt)
+				_ = volume.Unmount(mnt)
+				lock.Close()
+			}
+		}
 		return true
 	})
 	return nil
+}
+
+// removePersistent removes a persistent workspace's directory (its lock
+// held by the caller): renamed out of the way first, so that no server
+// opens its lock file, or resumes it, while it is being removed.
+func (s *Registry) removePersistent(dir string) error {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	gone := filepath.Join(s.persistDir, ".gone-"+hex.EncodeToString(b))
+	if err := os.Rename(dir, gone); err != nil {
+		return err
+	}
+	return removeWorkspace(gone)
 }
 
 // scanPersist calls fn with each persistent workspace's directory and
@@ -139,7 +177,14 @@ func (s *Registry) scanPersist(fn func(dir string, m persistMeta) bool) {
 
 func readPersistMeta(dir string) (persistMeta, error) {
 	var m persistMeta
-	d, err := nofollow.OpenDir(dir)
+	// The persistent directory is the operator's (links in its path are
+	// followed, as for the state directory); an entry in it never is.
+	parent, err := nofollow.OpenTrusted(filepath.Dir(dir))
+	if err != nil {
+		return m, err
+	}
+	d, err := parent.Sub(filepath.Base(dir))
+	parent.Close()
 	if err != nil {
 		return m, err
 	}
@@ -200,6 +245,16 @@ func (s *Registry) CreatePersistent(principal, name string) (ss *Session, create
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Servers sharing the directory decide on names and bounds one at a
+	// time: two creations of one name never both see it free.
+	dirLock, err := os.OpenFile(filepath.Join(s.persistDir, ".lock"), os.O_CREATE|os.O_RDWR|noFollow, 0o600)
+	if err != nil {
+		return nil, false, sessErr("internal_error", "locking the persistent directory: %s", hostless(err))
+	}
+	defer dirLock.Close()
+	if err := syscall.Flock(int(dirLock.Fd()), syscall.LOCK_EX); err != nil {
+		return nil, false, sessErr("internal_error", "locking the persistent directory: %s", hostless(err))
+	}
 	for _, o := range s.open {
 		if o.persist != nil && o.Principal == principal && o.persist.meta.Name == name {
 			o.touch()
@@ -457,8 +512,16 @@ func (s *Registry) mountPersistent(dir string, m *persistMeta) error {
 	}
 	// The lazy unmount ends the old filesystem once nothing holds it; a
 	// second mount of the image before that would corrupt it.
-	for deadline := time.Now().Add(3 * time.Second); loopBacked(image); time.Sleep(20 * time.Millisecond) {
+	// Under the registry's lock: a short wait only (a start-up unmounted
+	// a dead server's mounts already); past it the caller retries.
+	for deadline := time.Now().Add(200 * time.Millisecond); loopBacked(image); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
+			if f := s.onHeld; f != nil && s.heldRunning.CompareAndSwap(false, true) {
+				go func() {
+					defer s.heldRunning.Store(false)
+					f()
+				}()
+			}
 			return sessErr("session_busy", "workspace %s (%s) is still held by processes of the server that had it open; retry in a few seconds", printable.String(m.Name), m.ID)
 		}
 	}
@@ -614,7 +677,7 @@ func (s *Registry) DestroyPersistent(id, principal string) (found bool, err erro
 	}
 	defer lock.Close()
 	delete(s.persisted, id)
-	return true, removeWorkspace(dir)
+	return true, s.removePersistent(dir)
 }
 
 // Workspaces lists principal's workspaces: its open sessions here and its
@@ -670,11 +733,26 @@ func (s *Registry) SweepPersistent(now time.Time) int {
 	n := 0
 	for _, e := range ents {
 		dir := filepath.Join(s.persistDir, e.Name())
+		if strings.HasPrefix(e.Name(), ".gone-") {
+			if removeWorkspace(dir) == nil { // a removal a killed server left
+				n++
+			}
+			continue
+		}
+		if strings.HasPrefix(e.Name(), ".") || !e.IsDir() {
+			continue
+		}
 		m, err := readPersistMeta(dir)
 		if err == nil && now.Sub(m.LastUsed) <= s.cfg.PersistTTL {
 			continue
 		}
 		if err != nil {
+			// Only a directory without a record (a server killed while
+			// making it) goes, and only when it is old: a record that
+			// cannot be read for another reason is never taken for one.
+			if !errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
 			if fi, err := os.Lstat(dir); err != nil || now.Sub(fi.ModTime()) < time.Minute {
 				continue
 			}
@@ -693,7 +771,7 @@ func (s *Registry) SweepPersistent(now time.Time) int {
 		if volume.Mounted(filepath.Join(dir, volumeMount)) {
 			volume.Thaw(filepath.Join(dir, volumeMount))
 		}
-		rerr := removeWorkspace(dir)
+		rerr := s.removePersistent(dir)
 		lock.Close()
 		if rerr == nil {
 			n++

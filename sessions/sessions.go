@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -137,11 +138,14 @@ type Registry struct {
 	filling    chan struct{} // closed when fillVolumes returns
 	volumeNote string        // why sessions are directories when volumes were asked for
 
-	persistDir string            // persistent workspaces (see persist.go)
-	persisted  map[string]string // this replica's persistent workspaces: id -> directory
+	persistDir  string            // persistent workspaces (see persist.go)
+	persisted   map[string]string // this replica's persistent workspaces: id -> directory
+	onHeld      func()            // see OnHeld
+	heldRunning atomic.Bool
 
 	snapMu       sync.Mutex
 	snapPromised map[string]int64 // principal -> bytes of its snapshots being made
+	copying      int64            // bytes of the copies under way (reserveCopy)
 }
 
 // Session is one data session.
@@ -802,8 +806,11 @@ func (s *Registry) end(ss *Session) {
 	// The workspace is a tree the sandbox wrote: removed without following
 	// a link, at any depth, with a bounded number of open descriptors,
 	// after its filesystem (if it has one) is unmounted.
-	_ = removeWorkspace(ss.Dir)
+	if ss.persist == nil {
+		_ = removeWorkspace(ss.Dir)
+	}
 	if p := ss.persist; p != nil {
+		_ = s.removePersistent(ss.Dir)
 		p.lock.Close()
 		s.mu.Lock()
 		if s.persisted[ss.ID] == ss.Dir {

@@ -103,9 +103,11 @@ func (s *Registry) Snapshot(ss *Session, name string, ttl time.Duration, budget 
 		return nil, err
 	}
 	defer release()
-	if err := copyRoom(root, need, "a snapshot of this workspace"); err != nil {
+	done, err := s.reserveCopy(root, need, "a snapshot of this workspace")
+	if err != nil {
 		return nil, err
 	}
+	defer done()
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	id := "snap_" + hex.EncodeToString(b)
@@ -199,20 +201,30 @@ func (s *Registry) promiseSnapshot(principal string, need, budget int64) (releas
 	}, nil
 }
 
-// copyRoom refuses a copy of need bytes into dir's filesystem when it
-// would leave less than the disk's last 5% (at most 1 GiB) free: the
-// running workspaces' sparse images grow into what is free, and a copy
-// that took it would turn their writes into I/O errors.
-func copyRoom(dir string, need int64, what string) error {
+// reserveCopy admits a copy of need bytes into dir's filesystem only
+// when, with the copies already under way, it leaves more than the disk's
+// last 5% (at most 1 GiB) free: the running workspaces' sparse images grow
+// into what is free, and copies that took it would turn their writes into
+// I/O errors. release ends the reservation once the copy is done (its
+// bytes then count in the free space itself).
+func (s *Registry) reserveCopy(dir string, need int64, what string) (release func(), err error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
-		return sessErr("internal_error", "reading the server's free space: %s", hostless(err))
+		return nil, sessErr("internal_error", "reading the server's free space: %s", hostless(err))
 	}
 	free, total := int64(st.Bavail)*int64(st.Bsize), int64(st.Blocks)*int64(st.Bsize)
-	if keep := min(total/20, 1<<30); free-need < keep {
-		return sessErr("storage_full", "the server's storage has %d bytes free; %s needs %d and the last %d stay for running workspaces; nothing was changed", free, what, need, keep)
+	keep := min(total/20, 1<<30)
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	if free-s.copying-need < keep {
+		return nil, sessErr("storage_full", "the server's storage has %d bytes free (%d of them promised to copies under way); %s needs %d and the last %d stay for running workspaces; nothing was changed", free, s.copying, what, need, keep)
 	}
-	return nil
+	s.copying += need
+	return func() {
+		s.snapMu.Lock()
+		s.copying -= need
+		s.snapMu.Unlock()
+	}, nil
 }
 
 // copyFrozen copies ss's image (held by the caller) to the new file dst
@@ -322,9 +334,11 @@ func (s *Registry) Restore(ss *Session, id string) (*SnapshotInfo, error) {
 			if err != nil {
 				return sessErr("internal_error", "reading the snapshot's size: %s", hostless(err))
 			}
-			if err := copyRoom(ss.Dir, need, "restoring this snapshot"); err != nil {
+			done, err := s.reserveCopy(ss.Dir, need, "restoring this snapshot")
+			if err != nil {
 				return err
 			}
+			defer done()
 			_, err = copyTreesFrom(dir, next, need+(1<<20))
 			return err
 		})
@@ -339,9 +353,11 @@ func (s *Registry) Restore(ss *Session, id string) (*SnapshotInfo, error) {
 		if err != nil {
 			return sessErr("internal_error", "reading the snapshot's size: %s", hostless(err))
 		}
-		if err := copyRoom(ss.Dir, need, "restoring this snapshot"); err != nil {
+		done, err := s.reserveCopy(ss.Dir, need, "restoring this snapshot")
+		if err != nil {
 			return err
 		}
+		defer done()
 		if err := copySparse(src, next); err != nil {
 			return fullOr(err, "copying the snapshot")
 		}
@@ -368,9 +384,11 @@ func (s *Registry) Fork(src, dst *Session, busy func()) error {
 			if err != nil {
 				return err
 			}
-			if err := copyRoom(dst.Dir, need, "a fork of this workspace"); err != nil {
+			done, err := s.reserveCopy(dst.Dir, need, "a fork of this workspace")
+			if err != nil {
 				return err
 			}
+			defer done()
 			_, err = s.copyTrees(src, next, need)
 			return err
 		})
@@ -380,9 +398,11 @@ func (s *Registry) Fork(src, dst *Session, busy func()) error {
 		if err != nil {
 			return sessErr("internal_error", "reading the workspace's size: %s", hostless(err))
 		}
-		if err := copyRoom(dst.Dir, need, "a fork of this workspace"); err != nil {
+		done, err := s.reserveCopy(dst.Dir, need, "a fork of this workspace")
+		if err != nil {
 			return err
 		}
+		defer done()
 		return copyFrozen(src, next, busy)
 	})
 }

@@ -37,16 +37,32 @@ func bootID() string {
 }
 
 // loopBacked reports whether a loop device of this machine is attached to
-// the file image (by its path, as the kernel records it).
+// the file image: by its device and inode (LOOP_GET_STATUS64), which no
+// other path to the same file (a bind mount, a link) hides, or, for a
+// device this process cannot open, by the path the kernel records.
 func loopBacked(image string) bool {
+	var st unix.Stat_t
+	if err := unix.Stat(image, &st); err != nil {
+		return false
+	}
 	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
 	for _, f := range files {
+		dev := "/dev/" + filepath.Base(filepath.Dir(filepath.Dir(f)))
+		if fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+			info, err := unix.IoctlLoopGetStatus64(fd)
+			unix.Close(fd)
+			if err == nil {
+				if info.Device == uint64(st.Dev) && info.Inode == st.Ino {
+					return true
+				}
+				continue
+			}
+		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			continue
 		}
-		p := strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)")
-		if p == image {
+		if strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)") == image {
 			return true
 		}
 	}
