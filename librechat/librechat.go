@@ -137,6 +137,21 @@ func lcError(w http.ResponseWriter, code int, msg string, extra ...any) {
 	lcJSON(w, code, v)
 }
 
+// lcFail replies with an error of the service the way every door does:
+// the HTTP status of its code, its message, and the code itself
+// (quota_exceeded, session_busy, ...: what MCP's tools and the playground
+// report for the same failure), after extra's fields.
+func lcFail(w http.ResponseWriter, err error, extra ...any) {
+	e := errs.Of(err)
+	lcFailAs(w, e, e.Detail(), extra...)
+}
+
+// lcFailAs is lcFail with a message of the wire contract's own (codeapi's
+// "File size limit exceeded").
+func lcFailAs(w http.ResponseWriter, e *errs.Error, msg string, extra ...any) {
+	lcError(w, e.Status(), msg, append([]any{"code", e.Code}, extra...)...)
+}
+
 func lcJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
@@ -261,7 +276,7 @@ func (lc *librechat) session(w http.ResponseWriter, r *http.Request, sid string)
 func (lc *librechat) newStorage(w http.ResponseWriter, r *http.Request) *service.Workspace {
 	ws, err := lc.svc.NewStorage(caller(r), lc.cfg.TTL, lc.cfg.MaxStored, lc.cfg.MaxStoredPerCaller)
 	if err != nil {
-		lcError(w, http.StatusServiceUnavailable, errs.Of(err).Detail())
+		lcFail(w, err)
 		return nil
 	}
 	return ws
@@ -292,7 +307,7 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := lc.svc.CheckCode(req.Code); err != nil {
-		lcError(w, http.StatusRequestEntityTooLarge, errs.Of(err).Detail())
+		lcFail(w, err)
 		return
 	}
 	c := caller(r)
@@ -320,7 +335,7 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 		}
 		f, data, err := lc.readFile(c, sid, ref.ID)
 		if err != nil {
-			notes = append(notes, fmt.Sprintf("srt-mcp: input file %s (%s/%s) is not available: %s", ref.Name, sid, ref.ID, errs.Of(err).Detail()))
+			notes = append(notes, fmt.Sprintf("srt-mcp: input file %s (%s/%s) is not available: %s", ref.Name, sid, ref.ID, coded(err)))
 			continue
 		}
 		name := f.Name
@@ -328,7 +343,7 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 			name = strings.TrimPrefix(strings.TrimPrefix(ref.Name, service.WorkspaceMount), "/")
 		}
 		if _, err := lc.svc.WriteFile(c, ss, "librechat.input", name, data, true); err != nil {
-			notes = append(notes, fmt.Sprintf("srt-mcp: input file %s: %s", name, errs.Of(err).Detail()))
+			notes = append(notes, fmt.Sprintf("srt-mcp: input file %s: %s", name, coded(err)))
 			continue
 		}
 		f.Name = name
@@ -339,12 +354,7 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 	run, err := lc.svc.Start(r.Context(), service.Request{Op: "librechat.exec", Kind: "librechat", Caller: c, Workspace: ss, Language: rt.Language, Code: req.Code,
 		Label: "librechat exec " + rt.Language, ReleaseBox: true})
 	if err != nil {
-		e := errs.Of(err)
-		status := http.StatusServiceUnavailable
-		if e.Code == errs.SessionBusy {
-			status = http.StatusConflict
-		}
-		lcError(w, status, e.Detail())
+		lcFail(w, err)
 		return
 	}
 	res := run.Wait(r.Context())
@@ -411,6 +421,13 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 	lcJSON(w, http.StatusOK, resp)
 }
 
+// coded is err as a line of output says it: its code, then its message
+// ("quota_exceeded: ...", as a run past the quota is reported).
+func coded(err error) string {
+	e := errs.Of(err)
+	return e.Code + ": " + e.Detail()
+}
+
 // readFile reads file fid of the caller's storage session sid.
 func (lc *librechat) readFile(c service.Caller, sid, fid string) (lcFile, []byte, error) {
 	src, err := lc.svc.LookupWorkspace(c, sid)
@@ -440,20 +457,22 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 			return
 		}
 		limit := lc.svc.Config().MaxUploadBytes
-		refuse := func(code int, msg string, extra ...any) {
+		refuse := func(reply func()) {
 			_ = lc.svc.CloseWorkspace(c, ss.ID()) // nothing half-stored stays
-			lcError(w, code, msg, extra...)
+			reply()
 		}
 		rep, err := lc.svc.UploadForm(c, ss, mr, service.UploadOptions{Op: "librechat.upload", Overwrite: true, KeepGoing: batch})
 		if err != nil {
+			// Its code and status are the service's (quota_exceeded is
+			// 413, as MCP's upload_file and the playground say it).
 			e := errs.Of(err)
 			switch {
 			case e.Code == errs.TooLarge && e.Field == "file":
-				refuse(http.StatusRequestEntityTooLarge, "File size limit exceeded", "limit_bytes", limit)
+				refuse(func() { lcFailAs(w, e, "File size limit exceeded", "limit_bytes", limit) })
 			case e.Code == errs.TooLarge:
-				refuse(http.StatusRequestEntityTooLarge, e.Detail(), "limit_bytes", limit)
+				refuse(func() { lcFail(w, e, "limit_bytes", limit) })
 			default:
-				refuse(http.StatusBadRequest, e.Detail())
+				refuse(func() { lcFail(w, e) })
 			}
 			return
 		}
@@ -462,6 +481,7 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 			FileID   string `json:"fileId,omitempty"`
 			Filename string `json:"filename"`
 			Error    string `json:"error,omitempty"`
+			Code     string `json:"code,omitempty"` // the error's code (quota_exceeded, too_large, ...)
 		}
 		var results []result
 		idx := map[string]lcFile{}
@@ -472,7 +492,7 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 				if f.Err.Code == errs.TooLarge {
 					msg = "File size limit exceeded"
 				}
-				results = append(results, result{Status: "error", Filename: f.Name, Error: msg})
+				results = append(results, result{Status: "error", Filename: f.Name, Error: msg, Code: f.Err.Code})
 				failed++
 				continue
 			}
@@ -489,7 +509,7 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 			ok++
 		}
 		if !batch && ok == 0 {
-			refuse(http.StatusBadRequest, "no file part in the upload")
+			refuse(func() { lcError(w, http.StatusBadRequest, "no file part in the upload", "code", errs.InvalidArguments) })
 			return
 		}
 		lc.mu.Lock()

@@ -475,9 +475,10 @@ func TestFileRoutes(t *testing.T) {
 
 // Uploads: one file per upload's storage session, kept in a directory when
 // sent with one; the batch reports what it could not store; the bounds of
-// a form are 413; a form without a file is 400.
+// a form and the workspace quota are 413 with the service's code; a form
+// without a file is 400.
 func TestUploads(t *testing.T) {
-	svc := newService(t, service.Config{MaxUploadBytes: 1000})
+	svc := newService(t, service.Config{MaxUploadBytes: 1000, WorkspaceQuota: 700})
 	h := librechat.New(librechat.Config{APIKey: "k"}, svc)
 	key := map[string]string{"X-API-Key": "k"}
 	post := func(path string, parts ...part) (*httptest.ResponseRecorder, map[string]any) {
@@ -536,6 +537,30 @@ func TestUploads(t *testing.T) {
 		t.Errorf("the file in its directory: %q %v", b, err)
 	}
 
+	// Past the workspace quota (700 bytes): quota_exceeded and 413, as
+	// every door says it; the batch stores what fits and reports the rest
+	// with the code.
+	w, v = post("/upload/batch", part{"file", "a.bin", strings.Repeat("a", 500)}, part{"file", "b.bin", strings.Repeat("b", 400)})
+	files, _ = v["files"].([]any)
+	if w.Code != 200 || v["message"] != "partial_success" || len(files) != 2 {
+		t.Fatalf("a batch past the quota: %d %v", w.Code, v)
+	}
+	if b := files[1].(map[string]any); b["status"] != "error" || b["code"] != "quota_exceeded" || !strings.Contains(fmt.Sprint(b["error"]), "SANDBOX_WORKSPACE_QUOTA") {
+		t.Errorf("the file past the quota in a batch: %v", b)
+	}
+	ss, _ = svc.Sessions().Get(v["session_id"].(string))
+	if b, err := os.ReadFile(filepath.Join(ss.Workspace, "a.bin")); err != nil || len(b) != 500 {
+		t.Errorf("the file that fits: %d bytes, %v", len(b), err)
+	}
+	held := storage()
+	w, v = post("/upload", part{"file", "a.bin", strings.Repeat("a", 500)}, part{"file", "b.bin", strings.Repeat("b", 400)})
+	if w.Code != 413 || v["code"] != "quota_exceeded" || !strings.Contains(fmt.Sprint(v["error"]), "delete files") {
+		t.Errorf("a single upload past the quota: %d %v", w.Code, v)
+	}
+	if after := storage(); after != held {
+		t.Errorf("a refused upload left %d storage sessions behind", after-held)
+	}
+
 	before := storage()
 	// Too many parts: 413, and nothing stays.
 	parts := make([]part, 101)
@@ -546,7 +571,7 @@ func TestUploads(t *testing.T) {
 		t.Errorf("101 parts: %d %v", w.Code, v)
 	}
 	// A single upload past the limit.
-	if w, v := post("/upload", part{"file", "big.bin", strings.Repeat("x", 1001)}); w.Code != 413 || v["error"] != "File size limit exceeded" {
+	if w, v := post("/upload", part{"file", "big.bin", strings.Repeat("x", 1001)}); w.Code != 413 || v["error"] != "File size limit exceeded" || v["code"] != "too_large" {
 		t.Errorf("a single oversize upload: %d %v", w.Code, v)
 	}
 	// Files that fit one by one but not together.
@@ -558,8 +583,8 @@ func TestUploads(t *testing.T) {
 		t.Errorf("an upload without a file: %d %v", w.Code, v)
 	}
 	// A file that cannot be stored (a path outside /mnt/data).
-	if w, _ := post("/upload", part{"file", "../escape.txt", "x"}); w.Code != 400 {
-		t.Errorf("an upload outside the workspace: %d", w.Code)
+	if w, v := post("/upload", part{"file", "../escape.txt", "x"}); w.Code != 400 || v["code"] != "invalid_path" {
+		t.Errorf("an upload outside the workspace: %d %v", w.Code, v)
 	}
 	if after := storage(); after != before {
 		t.Errorf("refused uploads left %d storage sessions behind", after-before)
