@@ -342,11 +342,12 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 		if ref.Name != "" && service.CheckName(ref.Name) == nil {
 			name = strings.TrimPrefix(strings.TrimPrefix(ref.Name, service.WorkspaceMount), "/")
 		}
-		if _, err := lc.svc.WriteFile(c, ss, "librechat.input", name, data, true); err != nil {
+		p, err := lc.svc.WriteFile(c, ss, "librechat.input", name, data, true)
+		if err != nil {
 			notes = append(notes, fmt.Sprintf("srt-mcp: input file %s: %s", name, coded(err)))
 			continue
 		}
-		f.Name = name
+		f.Name = strings.TrimPrefix(p, service.WorkspaceMount+"/") // as the listing names it
 		idx[ref.ID] = f
 	}
 	// A stored session keeps its files for a day, not a container: the
@@ -384,23 +385,7 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sn := res.Snapshot
-	files := []map[string]any{}
-	for _, f := range res.Changed {
-		if !f.Fetchable {
-			continue // a name no client can fetch by (control characters in it)
-		}
-		id := lcID()
-		for oid, old := range idx {
-			if old.Name == f.Name {
-				id = oid // a changed input keeps its id
-			}
-		}
-		idx[id] = lcFile{ID: id, Name: f.Name, Size: f.Size, Modified: f.ModTime.UTC(), Type: f.MIME}
-		files = append(files, map[string]any{"id": id, "name": f.Name, "path": f.Path, "storage_session_id": ss.ID()})
-		if len(files) >= 50 {
-			break
-		}
-	}
+	idx, files := lc.indexRun(c, ss, idx, res.Changed)
 	lc.mu.Lock()
 	_ = lc.writeIndex(ss, idx)
 	lc.mu.Unlock()
@@ -426,6 +411,45 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 func coded(err error) string {
 	e := errs.Of(err)
 	return e.Code + ": " + e.Detail()
+}
+
+// maxReplyFiles is what an exec's reply lists of the files it created or
+// changed (LibreChat downloads every one at once); the session's listing
+// has them all.
+const maxReplyFiles = 50
+
+// indexRun is the index of storage session ss after a run: every file
+// the workspace holds, as the other doors list it (an input the run
+// removed is gone, one it changed has its new size; inputs keep their
+// ids), and the reply's files, those the run created or changed. A name
+// no client can fetch by (control characters in it) is left out.
+func (lc *librechat) indexRun(c service.Caller, ss *service.Workspace, inputs map[string]lcFile, changed []service.File) (map[string]lcFile, []map[string]any) {
+	ids := map[string]string{}
+	for id, f := range inputs {
+		ids[f.Name] = id
+	}
+	isChanged := map[string]bool{}
+	for _, f := range changed {
+		isChanged[f.Name] = true
+	}
+	idx := map[string]lcFile{}
+	files := []map[string]any{}
+	listed, _ := lc.svc.Files(c, ss, "librechat.index")
+	for _, f := range listed {
+		if !f.Fetchable {
+			continue
+		}
+		id, ok := ids[f.Name]
+		if !ok {
+			id = lcID()
+		}
+		in := inputs[id]
+		idx[id] = lcFile{ID: id, Name: f.Name, Size: f.Size, Modified: f.ModTime.UTC(), Type: f.MIME, Kind: in.Kind, Entity: in.Entity}
+		if isChanged[f.Name] && len(files) < maxReplyFiles {
+			files = append(files, map[string]any{"id": id, "name": f.Name, "path": f.Path, "storage_session_id": ss.ID()})
+		}
+	}
+	return idx, files
 }
 
 // readFile reads file fid of the caller's storage session sid.
@@ -505,7 +529,7 @@ func (lc *librechat) upload(batch bool) http.HandlerFunc {
 				e.Entity = rep.Fields["id"]
 				idx[id] = e
 			}
-			results = append(results, result{Status: "success", FileID: id, Filename: path.Base(rel)})
+			results = append(results, result{Status: "success", FileID: id, Filename: rel})
 			ok++
 		}
 		if !batch && ok == 0 {
@@ -570,7 +594,10 @@ func (lc *librechat) objectJSON(sid string, f lcFile, full bool) map[string]any 
 	v := map[string]any{"name": sid + "/" + f.ID + path.Ext(f.Name), "size": f.Size, "lastModified": f.Modified.Format(time.RFC3339),
 		"etag": fmt.Sprintf("%x-%x", f.Modified.UnixNano(), f.Size)}
 	if full {
-		v["metadata"] = map[string]any{"content-type": f.Type, "original-filename": path.Base(f.Name)}
+		// Its name in the workspace, directories included: what the exec
+		// reply and the other doors call it, and where a client that
+		// passes it back as an input's name gets it again.
+		v["metadata"] = map[string]any{"content-type": f.Type, "original-filename": f.Name}
 	}
 	return v
 }
@@ -598,7 +625,7 @@ func (lc *librechat) object(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := lc.objectJSON(ss.ID(), f, true)
-	v["originalFilename"], v["contentType"] = path.Base(f.Name), f.Type
+	v["originalFilename"], v["contentType"] = f.Name, f.Type
 	lcJSON(w, http.StatusOK, v)
 }
 

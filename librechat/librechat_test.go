@@ -527,14 +527,25 @@ func TestUploads(t *testing.T) {
 		t.Errorf("a batch with nothing stored: %d %v", w.Code, v)
 	}
 
-	// A file in a directory keeps it; its listing name is the base.
+	// A file in a directory keeps it, and its name: the reply and the
+	// listing call it in/data.txt, as the other doors do.
 	w, v = post("/upload", part{"file", "in/data.txt", "d"})
 	if w.Code != 200 {
 		t.Fatalf("upload in a directory: %d %v", w.Code, v)
 	}
-	ss, _ = svc.Sessions().Get(v["session_id"].(string))
+	sid := v["session_id"].(string)
+	ss, _ = svc.Sessions().Get(sid)
 	if b, err := os.ReadFile(filepath.Join(ss.Workspace, "in", "data.txt")); err != nil || string(b) != "d" {
 		t.Errorf("the file in its directory: %q %v", b, err)
+	}
+	if files, _ := v["files"].([]any); len(files) != 1 || files[0].(map[string]any)["filename"] != "in/data.txt" {
+		t.Errorf("the upload reply's name of a file in a directory: %v", v)
+	}
+	lw := serve(h, req{method: "GET", path: "/files/" + sid + "?detail=full", hdr: key})
+	var list []map[string]any
+	if err := json.Unmarshal(lw.Body.Bytes(), &list); err != nil || len(list) != 1 ||
+		list[0]["metadata"].(map[string]any)["original-filename"] != "in/data.txt" {
+		t.Errorf("the listing's name of a file in a directory: %s", lw.Body.String())
 	}
 
 	// Past the workspace quota (700 bytes): quota_exceeded and 413, as
