@@ -329,7 +329,7 @@ func idmapClone(src *os.File, owner, group int, u SandboxUser) (*os.File, error)
 		return nil, idmapErr("open_tree", src, err)
 	}
 	tree := os.NewFile(uintptr(tfd), "idmapped "+src.Name())
-	ns, err := mappingNamespace(owner, group, u)
+	ns, err := mappingNamespaces.get(owner, group, u)
 	if err != nil {
 		tree.Close()
 		return nil, fmt.Errorf("a user namespace for the mapping: %v", err)
@@ -375,6 +375,47 @@ func fsName(f *os.File) string {
 		return n
 	}
 	return fmt.Sprintf("magic %#x", st.Type)
+}
+
+// nsCache keeps the mapping namespaces a runner made, by mapping: a pooled
+// runner serves run after run, mostly for the same few sessions and
+// directories, and making one costs a process (~1 ms). A namespace is
+// only an id mapping; keeping its descriptor keeps nothing else alive.
+type nsCache struct {
+	mu sync.Mutex
+	m  map[[4]int]*os.File
+}
+
+// maxCachedNamespaces bounds the descriptors a long-lived runner keeps.
+const maxCachedNamespaces = 32
+
+var mappingNamespaces nsCache
+
+// get returns the namespace for the mapping, made if none is cached, as a
+// descriptor of the caller's own to close.
+func (c *nsCache) get(owner, group int, u SandboxUser) (*os.File, error) {
+	key := [4]int{owner, group, u.UID, u.GID}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.m[key]
+	if !ok {
+		var err error
+		if f, err = mappingNamespace(owner, group, u); err != nil {
+			return nil, err
+		}
+		if c.m == nil || len(c.m) >= maxCachedNamespaces {
+			for _, old := range c.m {
+				old.Close()
+			}
+			c.m = map[[4]int]*os.File{}
+		}
+		c.m[key] = f
+	}
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
 }
 
 // mappingNamespace returns a user namespace whose only mappings are
