@@ -310,3 +310,43 @@ func TestHostileIdmapMountRace(t *testing.T) {
 	}
 	t.Logf("%d runs wrote into the real subdirectory", ran)
 }
+
+// A root server: each data session runs as a uid of its own (2,000,000 and
+// up), and a directory the operator allows (--allow-write), owned by uid
+// 1000 with mode 0755, used to be usable by none of them. Now every
+// session writes there as uid 1000, while still running as its own uid.
+func TestIdmapServeSessionsWriteAsOwner(t *testing.T) {
+	parallel(t)
+	requireRootIdmap(t)
+	dir := reachableProject(t)
+	if err := os.Chown(dir, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	d := startData(t, []string{"--backend", "native"}, "--allow-write", dir)
+	uids := map[string]bool{}
+	for i := 0; i < 2; i++ {
+		sid := d.upload("", "in.txt", "x")
+		name := fmt.Sprintf("from-session-%d", i)
+		v, isErr := d.call("execute_code", map[string]any{"session_id": sid,
+			"command":        fmt.Sprintf("id -u > %s/%s", dir, name),
+			"sandbox_config": map[string]any{"filesystem": map[string]any{"allow_write": []string{dir}}}})
+		if isErr || v["status"] != "completed" || fmt.Sprint(v["exit_code"]) != "0" {
+			t.Fatalf("session %d: %v", i, v)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := strings.TrimSpace(string(b))
+		if uid, err := strconv.Atoi(ran); err != nil || uid < 2_000_000 {
+			t.Errorf("session %d ran as uid %q, not a session's own", i, ran)
+		}
+		uids[ran] = true
+		if uid, gid, _ := lstatOwner(t, filepath.Join(dir, name)); uid != 1000 || gid != 1000 {
+			t.Errorf("%s belongs to %d:%d on the host, want 1000:1000", name, uid, gid)
+		}
+	}
+	if len(uids) != 2 {
+		t.Errorf("the two sessions ran as the same uid: %v", uids)
+	}
+}
