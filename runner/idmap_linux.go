@@ -179,16 +179,20 @@ func prepareIdmaps(u SandboxUser, plan *Plan, extra []ExtraMount, sources []*os.
 		if err := unix.Fstat(int(src.Fd()), &st); err != nil {
 			return fail(errorf(ErrCodeSandboxFailed, "stat %s: %v", mt.Src, err))
 		}
-		if mayAccessStat(u, &st, 0o3) {
+		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+		want := writeAccess(isDir)
+		if mayAccessStat(u, &st, want) {
 			continue // writable as it is: bound as before, files stay the sandbox user's
 		}
+		if (st.Mode>>6)&want != want && (st.Mode>>3)&want != want {
+			continue // its owner and group may not write it either: a mapping gives nothing (refused later, as before)
+		}
 		refuse := func(why string) (*idmapped, *Error) {
-			return fail(errorf(ErrCodeInvalidPolicy, "%s is not writable by the sandbox user %s, and srt-mcp cannot map it to that user here (%s); srt-mcp runs as root, and runs sandboxes as that unprivileged user, never as root: give the directory to that user (chown %s %s), run srt-mcp as a regular user, or pick another --sandbox-user", mt.Src, u, why, u, mt.Src))
+			return fail(errorf(ErrCodeInvalidPolicy, "%s is not writable by the sandbox user %s, and srt-mcp cannot map it to that user here (%s); srt-mcp runs as root, and runs sandboxes as that unprivileged user, never as root: give it to that user (chown %s %s), run srt-mcp as a regular user, or pick another --sandbox-user", mt.Src, u, why, u, mt.Src))
 		}
 		if cache == "" {
 			return refuse("an idmapped mount needs a mount point in srt-mcp's private cache directory, and there is none")
 		}
-		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
 		point, err := idmapPoint(cache, len(m.roots), isDir)
 		if err != nil {
 			return refuse(fmt.Sprintf("an idmapped mount needs a mount point: %v", err))
@@ -506,6 +510,15 @@ func (m *idmapped) attach(cmd *exec.Cmd) error {
 		cmd.ExtraFiles[n.slot] = f
 	}
 	return nil
+}
+
+// writeAccess is the permission a writable root needs: write, and search
+// for a directory.
+func writeAccess(dir bool) uint32 {
+	if dir {
+		return 0o3
+	}
+	return 0o2
 }
 
 // mayAccessStat is mayAccess on a stat already taken (of the object that

@@ -243,3 +243,43 @@ func TestIdmapLinksInMappedTreeNotTrusted(t *testing.T) {
 }
 
 func policyWrite(p ...string) policy.Filesystem { return policy.Filesystem{AllowWrite: p} }
+
+// A single writable file is mapped the same way (its mount point is a
+// file; it needs write, not search); a directory its owner may not write
+// either is not mapped, and refused as before.
+func TestIdmapFileRootAndNothingToGain(t *testing.T) {
+	requireRoot(t)
+	requireBwrap(t)
+	dir := ownerDir(t, 0, 0)
+	file := filepath.Join(dir, "notes")
+	if err := os.WriteFile(file, []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var c collector
+	s := testSpec(t, "/bin/sh", "-c", "echo two >> "+file)
+	s.Policy.Filesystem.AllowWrite = []string{file}
+	r, _ := Start(t.Context(), s, c.sink, Options{})
+	r.Wait()
+	if _, errs, end := c.check(t); end.Type != EventExit || end.ExitCode != 0 {
+		t.Fatalf("a root-owned 0644 file: end %+v %s", end, errs)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "one\ntwo\n" {
+		t.Errorf("the file holds %q", b)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the file's mode changed: %v %v", fi.Mode(), err)
+	}
+
+	ro := ownerDir(t, 1000, 1000)
+	if err := os.Chmod(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	var c2 collector
+	s = testSpec(t, "/bin/true")
+	s.Policy.Filesystem.AllowWrite = []string{ro}
+	r, _ = Start(t.Context(), s, c2.sink, Options{})
+	r.Wait()
+	if _, _, end := c2.check(t); end.Type != EventError || end.ErrCode != ErrCodeInvalidPolicy || strings.Contains(end.Message, "idmapped") {
+		t.Errorf("a 0555 directory: end %+v", end)
+	}
+}

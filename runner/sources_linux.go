@@ -106,7 +106,8 @@ func checkAccessAs(u SandboxUser, plan *Plan, extra []ExtraMount, mapped *idmapp
 		if inExtra(w.Dst) || mapped.inRoot(w.Dst) {
 			continue
 		}
-		if !mayAccess(u, w.Src, 0o3) {
+		fi, err := os.Stat(w.Src)
+		if !mayAccess(u, w.Src, writeAccess(err != nil || fi.IsDir())) {
 			return errorf(ErrCodeInvalidPolicy, "%s is not writable by the sandbox user %s; %s", w.Src, u, fix(w.Src))
 		}
 	}
