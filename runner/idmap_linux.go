@@ -197,7 +197,7 @@ func prepareIdmaps(u SandboxUser, plan *Plan, extra []ExtraMount, sources []*os.
 		if err != nil {
 			return refuse(fmt.Sprintf("an idmapped mount needs a mount point: %v", err))
 		}
-		tree, err := idmapClone(src, int(st.Uid), int(st.Gid), u)
+		tree, err := idmapClone(src, int(st.Uid), int(st.Gid), u, true)
 		if err != nil {
 			return refuse(err.Error())
 		}
@@ -325,10 +325,15 @@ func sandboxWritten(path string) bool {
 	return err == nil || errors.Is(err, unix.ERANGE)
 }
 
-// idmapClone clones the tree at src (a descriptor) and maps it: owner and
-// group (the directory's) -> u's uid and gid, nosuid, nodev.
-func idmapClone(src *os.File, owner, group int, u SandboxUser) (*os.File, error) {
-	tfd, err := unix.OpenTree(int(src.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+// idmapClone clones the tree at src (a descriptor), with the mounts below
+// it when recursive (as bwrap binds), and maps it: owner and group (the
+// directory's) -> u's uid and gid, nosuid, nodev.
+func idmapClone(src *os.File, owner, group int, u SandboxUser, recursive bool) (*os.File, error) {
+	rec := 0
+	if recursive {
+		rec = unix.AT_RECURSIVE
+	}
+	tfd, err := unix.OpenTree(int(src.Fd()), "", uint(unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|rec))
 	if err != nil {
 		return nil, idmapErr("open_tree", src, err)
 	}
@@ -343,7 +348,7 @@ func idmapClone(src *os.File, owner, group int, u SandboxUser) (*os.File, error)
 		Attr_set:  unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
 		Userns_fd: uint64(ns.Fd()),
 	}
-	if err := unix.MountSetattr(tfd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+	if err := unix.MountSetattr(tfd, "", uint(unix.AT_EMPTY_PATH|rec), &attr); err != nil {
 		tree.Close()
 		return nil, idmapErr("mount_setattr", src, err)
 	}
@@ -358,7 +363,7 @@ func idmapErr(call string, src *os.File, err error) error {
 	case errors.Is(err, unix.EPERM):
 		return fmt.Errorf("idmapped mounts are not permitted here (%s: %v; a container's seccomp profile, or no CAP_SYS_ADMIN)", call, err)
 	case errors.Is(err, unix.EINVAL) && call == "mount_setattr":
-		return fmt.Errorf("its filesystem (%s) does not support idmapped mounts, or a mount below it is idmapped already (ext4, xfs, btrfs, f2fs and vfat do; tmpfs from Linux 6.3, overlayfs from 5.19; NFS, FUSE and ramfs do not)", fsName(src))
+		return fmt.Errorf("its filesystem (%s), or that of a mount below it, does not support idmapped mounts, or a mount below it is idmapped already (ext4, xfs, btrfs, f2fs and vfat do; tmpfs from Linux 6.3, overlayfs from 5.19; NFS, FUSE, ramfs and procfs do not)", fsName(src))
 	}
 	return fmt.Errorf("idmapped mount (%s): %v", call, err)
 }
@@ -532,4 +537,27 @@ func mayAccessStat(u SandboxUser, st *unix.Stat_t, want uint32) bool {
 		bits = (st.Mode >> 3) & 0o7
 	}
 	return bits&want == want
+}
+
+// IdmapProbe reports whether the kernel and the filesystem of path (a
+// directory the operator names; links followed; mounts below it left out)
+// can give the default sandbox user an idmapped mount of it, as a root
+// runner does for writable paths that user cannot write (nil: yes). It
+// attaches nothing.
+func IdmapProbe(path string) error {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	tree, err := idmapClone(f, int(st.Uid), int(st.Gid), DefaultSandboxUser, false)
+	if err != nil {
+		return err
+	}
+	return tree.Close()
 }
