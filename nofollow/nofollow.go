@@ -46,8 +46,11 @@ type Stat struct {
 	Ino   uint64
 	UID   uint32
 	Nlink uint64
-	Mtime time.Time
-	Ctime time.Time
+	// Blocks are the 512-byte blocks allocated to it (st_blocks): what
+	// it takes on disk, preallocated blocks past its size included.
+	Blocks int64
+	Mtime  time.Time
+	Ctime  time.Time
 }
 
 // IsDir reports whether the entry is a directory.
@@ -439,8 +442,9 @@ func statOf(st *unix.Stat_t) Stat {
 	}
 	return Stat{
 		Mode: m, Size: st.Size, Dev: uint64(st.Dev), Ino: uint64(st.Ino), UID: st.Uid, Nlink: uint64(st.Nlink),
-		Mtime: time.Unix(int64(st.Mtim.Sec), int64(st.Mtim.Nsec)),
-		Ctime: time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec)),
+		Blocks: int64(st.Blocks),
+		Mtime:  time.Unix(int64(st.Mtim.Sec), int64(st.Mtim.Nsec)),
+		Ctime:  time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec)),
 	}
 }
 

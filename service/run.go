@@ -184,9 +184,9 @@ func (s *Service) Start(ctx context.Context, req Request) (*Run, error) {
 			ss.Release()
 		}
 	}()
-	listing, usage := ss.Scan()
-	r.before = listing
-	w := s.watch(ss, listing, usage)
+	base := ss.Survey(s.watched(ss))
+	r.before = base.Files
+	w := s.watch(ss, base)
 	r.quota = w
 	// Closing the session cancels the run.
 	var emu sync.Mutex

@@ -58,6 +58,7 @@ type runWatch struct {
 	limit  int64 // what this run may bring the workspace to
 	start  sessions.Usage
 	before sessions.Listing
+	base   sessions.Survey // the session when the run began: what removal leaves
 
 	mu        sync.Mutex
 	sink      func(runner.Event)
@@ -90,18 +91,27 @@ type runWatch struct {
 }
 
 type watchedDir struct {
-	d   *nofollow.Dir
-	rel string
+	d     *nofollow.Dir
+	rel   string
+	cache bool // a directory of the session's cache: counted, not reported
 }
 
-// watch starts the watch of a run in ss, whose workspace was before (and
-// held start) when the run began.
-func (s *Service) watch(ss *sessions.Session, before sessions.Listing, start sessions.Usage) *runWatch {
-	quota := s.cfg.WorkspaceQuota
-	if ss.Bounded() {
-		quota = 0 // the workspace's own filesystem bounds it: a write past it fails in the run
+// watched says whether ss's quota is the watch's to enforce: a directory
+// workspace under a quota (a workspace's own filesystem bounds it
+// instead: a write past it fails in the run).
+func (s *Service) watched(ss *sessions.Session) bool {
+	return s.cfg.WorkspaceQuota > 0 && !ss.Bounded()
+}
+
+// watch starts the watch of a run in ss, which held base when the run
+// began.
+func (s *Service) watch(ss *sessions.Session, base sessions.Survey) *runWatch {
+	before, start := base.Files, base.Usage
+	quota := int64(0)
+	if s.watched(ss) {
+		quota = s.cfg.WorkspaceQuota
 	}
-	w := &runWatch{s: s, ss: ss, quota: quota, start: start, before: before,
+	w := &runWatch{s: s, ss: ss, quota: quota, start: start, before: before, base: base,
 		dirs: map[string]*watchedDir{}, pending: map[string]*runner.FileChange{}, announced: map[string]bool{},
 		quit: make(chan struct{}), loopDone: make(chan struct{})}
 	w.limit = max(w.quota, start.Bytes) // a workspace already over its quota may shrink, not grow
@@ -113,7 +123,8 @@ func (s *Service) watch(ss *sessions.Session, before sessions.Listing, start ses
 // still working) and queues file events for what the run wrote before; it
 // returns the workspace's usage from the same walk.
 func (w *runWatch) startWatch() sessions.Usage {
-	now, u := w.ss.Scan()
+	sv := w.ss.Survey(w.quota > 0)
+	now, u := sv.Files, sv.Usage
 	w.mu.Lock()
 	if fsw, err := fsnotify.NewWatcher(); err == nil && watchable {
 		w.fsw = fsw
@@ -148,17 +159,28 @@ func (w *runWatch) startWatch() sessions.Usage {
 	return u
 }
 
-// addTree watches the workspace and its directories, up to maxWatchedDirs.
+// addTree watches the workspace and its directories, then the session's
+// cache and its directories, up to maxWatchedDirs in all.
 func (w *runWatch) addTree() {
-	root, err := nofollow.OpenTrusted(w.ss.Workspace)
+	w.addDirs(w.ss.Workspace, false)
+	if w.ss.Cache != "" {
+		w.addDirs(w.ss.Cache, true)
+	}
+}
+
+// addDirs watches the directory top and the directories below it while
+// maxWatchedDirs allows.
+func (w *runWatch) addDirs(top string, cache bool) {
+	root, err := nofollow.OpenTrusted(top)
 	if err != nil {
 		w.blind = true
 		return
 	}
+	room := maxWatchedDirs - len(w.dirs) - 1
 	var subdirs []string
 	_ = nofollow.WalkTree(root, sessions.MaxFiles, func(rel string, st nofollow.Stat) error {
 		if st.IsDir() {
-			if len(subdirs) >= maxWatchedDirs-1 {
+			if len(subdirs) >= room {
 				w.blind = true
 				return nil
 			}
@@ -166,16 +188,17 @@ func (w *runWatch) addTree() {
 		}
 		return nil
 	})
-	w.add(root, "")
+	w.add(root, "", cache)
 	for _, rel := range subdirs {
 		if d, err := root.Walk(rel); err == nil {
-			w.add(d, rel)
+			w.add(d, rel, cache)
 		}
 	}
 }
 
-// add watches the open directory d (rel in the workspace); w owns d.
-func (w *runWatch) add(d *nofollow.Dir, rel string) {
+// add watches the open directory d (rel in the workspace, or in the
+// cache); w owns d.
+func (w *runWatch) add(d *nofollow.Dir, rel string, cache bool) {
 	if len(w.dirs) >= maxWatchedDirs {
 		d.Close()
 		w.blind = true
@@ -187,7 +210,7 @@ func (w *runWatch) add(d *nofollow.Dir, rel string) {
 		w.blind = true
 		return
 	}
-	w.dirs[name] = &watchedDir{d: d, rel: rel}
+	w.dirs[name] = &watchedDir{d: d, rel: rel, cache: cache}
 }
 
 func (w *runWatch) loop() {
@@ -260,6 +283,16 @@ func (w *runWatch) onChange(ev fsnotify.Event) {
 	if dir.rel != "" {
 		rel = dir.rel + "/" + base
 	}
+	if dir.cache { // counted by the next walk; no file events for the cache
+		if ev.Has(fsnotify.Create) {
+			if st, err := dir.d.Lstat(base); err == nil && st.IsDir() {
+				if sub, err := dir.d.Sub(base); err == nil {
+					w.add(sub, rel, true)
+				}
+			}
+		}
+		return
+	}
 	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
 		if w.announced[rel] || w.before[sessions.WorkspaceMount+"/"+rel].Path != "" {
 			w.note(rel, &runner.FileChange{Path: sessions.WorkspaceMount + "/" + rel, Op: "removed"})
@@ -273,7 +306,7 @@ func (w *runWatch) onChange(ev fsnotify.Event) {
 	switch {
 	case st.IsDir() && ev.Has(fsnotify.Create):
 		if sub, err := dir.d.Sub(base); err == nil {
-			w.add(sub, rel)
+			w.add(sub, rel, false)
 		}
 	case st.Mode.IsRegular():
 		op := "changed"
@@ -473,7 +506,8 @@ func (w *runWatch) stop() {
 		w.mu.Unlock()
 		// A last look (a run may end right after a burst), which also
 		// lists what the run left: its artifacts.
-		after, u := w.ss.Scan()
+		sv := w.ss.Survey(w.quota > 0)
+		after, u := sv.Files, sv.Usage
 		if over == "" {
 			w.checkUsage(u, true)
 			w.mu.Lock()
@@ -497,44 +531,31 @@ func (w *runWatch) stop() {
 // removeCreated removes what the run created until the workspace is under
 // its quota again, and says what it removed.
 func (w *runWatch) removeCreated() string {
-	now, u := w.ss.Scan()
-	var created []sessions.FileInfo
-	for p, f := range now {
-		if _, ok := w.before[p]; !ok {
-			created = append(created, f)
-		}
+	removed, u, err := w.ss.Trim(w.base, w.quota)
+	if err != nil {
+		return "; " + err.Error()
 	}
-	sort.Slice(created, func(i, j int) bool { return created[i].Size > created[j].Size })
-	var removed []string
-	bytes, entries := u.Bytes, u.Entries
-	for _, f := range created {
-		if bytes <= w.quota && entries < sessions.MaxFiles && !u.Over {
+	return removedNote(removed, u, w.quota)
+}
+
+// removedNote says what a Trim removed and where the session stands.
+func removedNote(removed []sessions.Removed, u sessions.Usage, quota int64) string {
+	var names []string
+	for i, r := range removed {
+		if i == 5 {
+			names = append(names, fmt.Sprintf("... (%d more)", len(removed)-5))
 			break
 		}
-		if err := w.ss.Remove(f.Filename); err != nil {
-			continue
-		}
-		bytes -= f.Size
-		entries--
-		u.Over = false
-		if len(removed) < 5 {
-			removed = append(removed, fmt.Sprintf("%s (%s)", safe(f.Filename), human(f.Size)))
-		} else if len(removed) == 5 {
-			removed = append(removed, "...")
-		}
-	}
-	if after, err := w.ss.Usage(); err == nil {
-		bytes = after.Bytes
-		u = after
+		names = append(names, fmt.Sprintf("%s (%s)", safe(r.Name), human(r.Bytes)))
 	}
 	var b strings.Builder
-	if len(removed) > 0 {
-		fmt.Fprintf(&b, "; the files it created were removed: %s", strings.Join(removed, ", "))
+	if len(names) > 0 {
+		fmt.Fprintf(&b, "; what it created was removed: %s", strings.Join(names, ", "))
 	}
-	if bytes > w.quota || u.Over {
-		fmt.Fprintf(&b, "; the workspace still holds %s, over its quota: delete files before writing more", human(bytes))
+	if u.Bytes > quota || u.Over {
+		fmt.Fprintf(&b, "; the workspace and its cache still hold %s, over the quota: delete files before writing more", human(u.Bytes))
 	} else {
-		fmt.Fprintf(&b, "; the workspace holds %s again and the session keeps working", human(bytes))
+		fmt.Fprintf(&b, "; the workspace holds %s again and the session keeps working", human(u.Bytes))
 	}
 	return b.String()
 }

@@ -1490,61 +1490,6 @@ func (ss *Session) Open(rel string) (*os.File, FileInfo, error) {
 	return f, fileInfo(rel, fi), nil
 }
 
-// MaxFiles bounds the entries (files, directories, links) a workspace
-// may hold: a walk past it stops, and the workspace quota counts it as
-// exceeded.
-const MaxFiles = 100_000
-
-// Usage is what a workspace holds.
-type Usage struct {
-	Bytes   int64 // the regular files' sizes
-	Entries int   // files, directories and links
-	// Over says the walk stopped at MaxFiles (Bytes and Entries are then
-	// lower bounds).
-	Over bool
-}
-
-// walk calls fn for every entry of the workspace, never following a link,
-// whatever the depth, up to MaxFiles entries.
-func (ss *Session) walk(fn func(rel string, st nofollow.Stat)) (bool, error) {
-	root, err := ss.workspace()
-	if err != nil {
-		return false, err
-	}
-	defer root.Close()
-	err = nofollow.WalkTree(root, MaxFiles, func(rel string, st nofollow.Stat) error {
-		fn(rel, st)
-		return nil
-	})
-	if errors.Is(err, nofollow.ErrTooMany) {
-		return true, nil
-	}
-	if err != nil {
-		// A reply may carry it: the walk's error names no host path.
-		ss.mu.Lock()
-		closed := ss.closed
-		ss.mu.Unlock()
-		if closed {
-			return false, sessErr("session_not_found", "Session %s was closed while its workspace was being read", ss.ID)
-		}
-		return false, sessErr("internal_error", "reading %s: %s", WorkspaceMount, hostless(err))
-	}
-	return false, nil
-}
-
-// Usage walks the workspace and totals what it holds.
-func (ss *Session) Usage() (Usage, error) {
-	var u Usage
-	over, err := ss.walk(func(rel string, st nofollow.Stat) {
-		u.Entries++
-		if st.Mode.IsRegular() {
-			u.Bytes += st.Size
-		}
-	})
-	u.Over = over
-	return u, err
-}
-
 // maxListedName is the longest name a listing holds: CleanName's bound,
 // past which no tool can name the file anyway. A run may make deeper ones
 // (the walk goes past PATH_MAX); they count against the quota but are
@@ -1584,22 +1529,6 @@ func (ss *Session) Listing() Listing {
 		m[f.Path] = f
 	}
 	return m
-}
-
-// Scan lists the workspace and totals what it holds, in one walk.
-func (ss *Session) Scan() (Listing, Usage) {
-	m, u := Listing{}, Usage{}
-	over, _ := ss.walk(func(rel string, st nofollow.Stat) {
-		u.Entries++
-		if st.Mode.IsRegular() {
-			u.Bytes += st.Size
-		}
-		if f := listed(rel, st); f != nil {
-			m[f.Path] = *f
-		}
-	})
-	u.Over = over
-	return m, u
 }
 
 // Artifacts are files new or changed (size or mtime) since before.

@@ -1,0 +1,160 @@
+//go:build linux
+
+package integration
+
+// A tenant's code filling the host's disk through a directory workspace
+// (a server without root, or --workspace-fs dir): no filesystem bounds it,
+// a watch enforces --workspace-quota. Each test is one way of storing
+// bytes the watch once did not count or did not stop, measured on the host
+// (what the state directory's files take on disk, st_blocks), as root
+// with --workspace-fs dir and as an unprivileged user.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const dirQuota = 64 << 20
+
+// startDirQuota starts a server whose workspaces are directories with a
+// 64 MiB watched quota.
+func startDirQuota(t *testing.T, backend []string, extra ...string) *dataServer {
+	t.Helper()
+	d := startData(t, backend, append([]string{"--workspace-quota", "64M", "--workspace-fs", "dir", "--exec-timeout-seconds", "60"}, extra...)...)
+	if fs := workspaceFSDir(t, d.url); fs != "directory" {
+		t.Fatalf("--workspace-fs dir: /healthz says workspaces are %q", fs)
+	}
+	return d
+}
+
+// workspaceFSDir is workspaceFS without its root check (a root server
+// told --workspace-fs dir has directories).
+func workspaceFSDir(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := h["workspace_fs"].(string)
+	return s
+}
+
+// allocated is what the files under dir take on the host's disk.
+func allocated(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		var st syscall.Stat_t
+		if syscall.Lstat(p, &st) == nil {
+			n += st.Blocks * 512
+		}
+		return nil
+	})
+	return n
+}
+
+// wantHostWithin fails unless the state directory's workspaces take at
+// most the quota and slack on the host.
+func wantHostWithin(t *testing.T, d *dataServer, what string, slack int64) {
+	t.Helper()
+	if n := allocated(filepath.Join(d.state, "workspaces")); n > dirQuota+slack {
+		t.Errorf("%s: the workspaces hold %d MiB on the host for a 64 MiB quota", what, n>>20)
+	}
+}
+
+// A file's blocks count, not its size: blocks preallocated past its size
+// (FALLOC_FL_KEEP_SIZE: 20 x 100 MiB were kept, never counted, until the
+// session ended), and the blocks of tiny files and empty directories
+// (45,000 of each took 353 MiB, counted 44 KiB, never stopped).
+func TestHostileDirQuotaCountsBlocks(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, func(t *testing.T, backend []string) {
+		d := startDirQuota(t, backend)
+		v, _ := d.call("run_python", map[string]any{"code": `
+import ctypes, errno, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+res = "ok"
+for i in range(20):
+    fd = os.open("ks%d" % i, os.O_CREAT | os.O_WRONLY, 0o644)
+    r = libc.fallocate(fd, 1, 0, 100 << 20)  # FALLOC_FL_KEEP_SIZE
+    os.close(fd)
+    if r != 0:
+        res = errno.errorcode.get(ctypes.get_errno())
+        break
+time.sleep(2)
+print("keep_size:", res)
+`})
+		sid, _ := v["session_id"].(string)
+		t.Logf("KEEP_SIZE: %v %.300s %.300s", v["error"], v["message"], v["stdout"])
+		if v["error"] != "quota_exceeded" && !strings.Contains(fmt.Sprint(v["stdout"]), "EOPNOTSUPP") {
+			t.Errorf("20 x 100 MiB preallocated (KEEP_SIZE) in a 64 MiB workspace: neither stopped nor refused: %.800s", flat(v))
+		}
+		wantHostWithin(t, d, "after KEEP_SIZE", 4<<20)
+
+		start := time.Now()
+		v, _ = d.call("run_python", map[string]any{"session_id": sid, "code": `
+import os
+for i in range(40000):
+    os.mkdir("d%d" % i)
+    with open("d%d/f" % i, "wb") as f:
+        f.write(b"1")
+print("made 40000 directories and 1-byte files")
+`})
+		t.Logf("small files (%s): %v %.300s", time.Since(start), v["error"], v["message"])
+		if v["error"] != "quota_exceeded" {
+			t.Errorf("40,000 empty directories and 1-byte files in a 64 MiB workspace were not stopped (%s): %.600s", time.Since(start), flat(v))
+		}
+		wantHostWithin(t, d, "after the small files and directories", 4<<20)
+		// The session works, within its quota.
+		v, _ = d.call("run_python", map[string]any{"session_id": sid, "code": `open("after.txt", "w").write("x" * 1000); print("ok")`})
+		if s, _ := v["stdout"].(string); !strings.Contains(s, "ok") {
+			t.Errorf("after the quota stop the session does not work: %.600s", flat(v))
+		}
+	})
+}
+
+// The session's cache (the sandbox's ~/.cache, where its packages go)
+// counts: 300 MiB there were never counted (the flag promises "/mnt/data
+// and ~/.cache together").
+func TestHostileDirQuotaCountsCache(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, func(t *testing.T, backend []string) {
+		d := startDirQuota(t, backend)
+		v, _ := d.call("run_python", map[string]any{"code": `
+import os, time
+d = os.path.expanduser("~/.cache/fill")
+os.makedirs(d, exist_ok=True)
+buf = b"c" * (1 << 20)
+for i in range(5):
+    with open("%s/blob%d" % (d, i), "wb") as f:
+        for _ in range(60):
+            f.write(buf)
+time.sleep(1)
+print("wrote 300 MiB to ~/.cache")
+`})
+		msg := fmt.Sprint(v["message"])
+		t.Logf("cache: %v %.400s", v["error"], msg)
+		if v["error"] != "quota_exceeded" {
+			t.Fatalf("300 MiB into ~/.cache of a 64 MiB workspace was not stopped: %.800s", flat(v))
+		}
+		if !strings.Contains(msg, "~/.cache/fill/blob") {
+			t.Errorf("the reply does not say it removed the cache's files: %q", msg)
+		}
+		wantHostWithin(t, d, "after 300 MiB into ~/.cache", 4<<20)
+	})
+}

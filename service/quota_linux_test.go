@@ -1,0 +1,42 @@
+package service
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/srt-mcp/srt-mcp/errs"
+)
+
+// An upload is admitted against what the session's directories take on
+// disk: the cache (the sandbox's ~/.cache) and blocks preallocated past a
+// file's size count. Before, both counted 0: 900 KiB of each left a
+// 1 MiB quota open to an upload of 1 MiB more.
+func TestUploadCountsCacheAndBlocks(t *testing.T) {
+	s := newService(t, Config{WorkspaceQuota: 1 << 20})
+	w, _, _ := s.OpenWorkspace(alice, "")
+	if err := os.WriteFile(filepath.Join(w.ss.Cache, "blob"), make([]byte, 900<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WriteFile(alice, w, "upload_file", "a.bin", make([]byte, 200<<10), false); !errs.Has(err, errs.QuotaExceeded) {
+		t.Errorf("an upload past the quota with 900 KiB in the cache: %v", err)
+	}
+	os.Remove(filepath.Join(w.ss.Cache, "blob"))
+	f, err := os.Create(filepath.Join(w.ss.Workspace, "pre.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, 900<<10)
+	f.Close()
+	if err != nil {
+		t.Skipf("fallocate here: %v", err)
+	}
+	if _, err := s.WriteFile(alice, w, "upload_file", "b.bin", make([]byte, 200<<10), false); !errs.Has(err, errs.QuotaExceeded) {
+		t.Errorf("an upload past the quota with 900 KiB preallocated (size 0): %v", err)
+	}
+	if _, err := s.WriteFile(alice, w, "upload_file", "c.bin", make([]byte, 50<<10), false); err != nil {
+		t.Errorf("an upload within the quota: %v", err)
+	}
+}
