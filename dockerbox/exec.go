@@ -578,7 +578,11 @@ func (b *Backend) takeMarker(c *box, marker string) bool {
 
 // emptyTmp empties the container's /tmp after a run when no other run (a
 // workspace's interpreter, say) is in the container: each run starts with
-// an empty /tmp, and nothing a run left there holds memory afterwards.
+// an empty /tmp, and nothing a run left there holds memory afterwards. The
+// session's cache, mounted at ~/.cache (/tmp/home/.cache), is the
+// session's and stays: emptying it lost the session's installed packages,
+// and removing its mount point from the server's mount namespace detached
+// the mount, so later runs wrote ~/.cache to the container's /tmp.
 func (b *Backend) emptyTmp(c *box) {
 	b.mu.Lock()
 	busy := c.running > 0
@@ -591,13 +595,30 @@ func (b *Backend) emptyTmp(c *box) {
 		return
 	}
 	defer tmp.Close()
+	home := strings.TrimPrefix(runner.SandboxHome, "/tmp/")
+	cache := strings.TrimPrefix(CacheMount, runner.SandboxHome+"/")
+	emptyBut(tmp, home, func(h *nofollow.Dir) { emptyBut(h, cache, nil) })
+}
+
+// emptyBut removes everything in d but the directory keep, which it
+// passes to inside (when it is a directory, never a link).
+func emptyBut(d *nofollow.Dir, keep string, inside func(*nofollow.Dir)) {
 	var names []string
-	_ = tmp.ReadDir(func(en nofollow.Entry) error {
+	_ = d.ReadDir(func(en nofollow.Entry) error {
 		names = append(names, en.Name)
 		return nil
 	})
 	for _, n := range names {
-		_ = tmp.RemoveAll(n)
+		if n == keep {
+			if sub, err := d.Sub(n); err == nil {
+				if inside != nil {
+					inside(sub)
+				}
+				sub.Close()
+				continue
+			}
+		}
+		_ = d.RemoveAll(n)
 	}
 }
 

@@ -158,3 +158,31 @@ print("wrote 300 MiB to ~/.cache")
 		wantHostWithin(t, d, "after 300 MiB into ~/.cache", 4<<20)
 	})
 }
+
+// The session's cache outlives a run on every backend: on Docker the
+// container's /tmp is emptied after each run, and that emptied the
+// session's ~/.cache mount too (its installed packages) and detached it,
+// so later runs wrote ~/.cache to the container's /tmp, where no quota
+// counted it and the next run lost it.
+func TestDirQuotaCacheKeptBetweenRuns(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, func(t *testing.T, backend []string) {
+		d := startDirQuota(t, backend)
+		v, _ := d.call("run_python", map[string]any{"code": `
+import os
+open(os.path.expanduser("~/.cache/kept.txt"), "w").write("kept")
+open("/tmp/scratch.txt", "w").write("scratch")
+print("written")
+`})
+		sid, _ := v["session_id"].(string)
+		for i := 0; i < 2; i++ {
+			v, _ = d.call("run_python", map[string]any{"session_id": sid, "code": `
+import os
+print(open(os.path.expanduser("~/.cache/kept.txt")).read(), os.path.exists("/tmp/scratch.txt"), os.path.ismount(os.path.expanduser("~/.cache")) or "same-fs")
+`})
+			if s, _ := v["stdout"].(string); !strings.HasPrefix(s, "kept False") {
+				t.Fatalf("run %d after the one that wrote ~/.cache/kept.txt: %.600s", i+2, flat(v))
+			}
+		}
+	})
+}
