@@ -96,7 +96,7 @@ func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event
 	_, _ = rand.Read(nb)
 	name := "srt-run-" + hex.EncodeToString(nb)
 	notFound := "/tmp/." + name + ".notfound"
-	stage := runner.DockerExec{Argv: spec.Argv, NotFound: notFound, FileSize: uint64(b.cfg.FileSize)}
+	stage := runner.DockerExec{Argv: spec.Argv, NotFound: notFound, FileSize: uint64(b.cfg.FileSize), NoFallocate: spec.NoFallocate}
 	if l := spec.Policy.Limits; l.MaxFileSizeBytes > 0 && l.MaxFileSizeBytes < b.cfg.FileSize {
 		stage.FileSize = uint64(l.MaxFileSizeBytes)
 	}

@@ -101,7 +101,7 @@ print("keep_size:", res)
 `})
 		sid, _ := v["session_id"].(string)
 		t.Logf("KEEP_SIZE: %v %.300s %.300s", v["error"], v["message"], v["stdout"])
-		if v["error"] != "quota_exceeded" && !strings.Contains(fmt.Sprint(v["stdout"]), "EOPNOTSUPP") {
+		if out := fmt.Sprint(v["stdout"]); v["error"] != "quota_exceeded" && !strings.Contains(out, "EOPNOTSUPP") && !strings.Contains(out, "ENOTSUP") {
 			t.Errorf("20 x 100 MiB preallocated (KEEP_SIZE) in a 64 MiB workspace: neither stopped nor refused: %.800s", flat(v))
 		}
 		wantHostWithin(t, d, "after KEEP_SIZE", 4<<20)
@@ -184,5 +184,95 @@ print(open(os.path.expanduser("~/.cache/kept.txt")).read(), os.path.exists("/tmp
 				t.Fatalf("run %d after the one that wrote ~/.cache/kept.txt: %.600s", i+2, flat(v))
 			}
 		}
+	})
+}
+
+// hostPeak samples what the state directory's workspaces hold on the host
+// every 20 ms until stop is called, and returns the largest.
+func hostPeak(d *dataServer) (stop func() int64) {
+	done := make(chan struct{})
+	peak := make(chan int64, 1)
+	go func() {
+		var max int64
+		for {
+			if n := allocated(filepath.Join(d.state, "workspaces")); n > max {
+				max = n
+			}
+			select {
+			case <-done:
+				peak <- max
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 { close(done); return <-peak }
+}
+
+// fallocateProbe prints what fallocate(2) answers in /mnt/data and
+// whether posix_fallocate still gives a file its blocks.
+const fallocateProbe = `
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+fd = os.open("/mnt/data/probe.bin", os.O_CREAT | os.O_WRONLY, 0o644)
+r = libc.fallocate(fd, 0, 0, 1 << 20)
+print("fallocate:", "ok" if r == 0 else errno.errorcode.get(ctypes.get_errno()))
+os.ftruncate(fd, 0)
+os.posix_fallocate(fd, 0, 4 << 20)
+st = os.fstat(fd)
+print("posix_fallocate: size", st.st_size, "blocks", st.st_blocks * 512)
+os.close(fd)
+os.remove("/mnt/data/probe.bin")
+`
+
+// A directory workspace's sandbox refuses fallocate (EOPNOTSUPP), in a
+// fresh run and in the session's interpreter alike: blocks reserved in
+// one call landed faster than the watch looks (40 x 60 MiB with
+// posix_fallocate: 2.4 GB on the host before the first check).
+// glibc's posix_fallocate then writes the blocks, which RLIMIT_FSIZE
+// bounds (a file at most what the quota leaves) and the watch sees.
+func TestHostileDirQuotaRefusesFallocate(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, func(t *testing.T, backend []string) {
+		d := startDirQuota(t, backend)
+		sid := d.wantErrorless("create_session", map[string]any{"language": "python"})["session_id"].(string)
+		for _, how := range []map[string]any{
+			{"tool": "run_python", "session_id": sid, "code": fallocateProbe},
+			{"tool": "execute_code", "session_id": sid, "language": "python", "code": fallocateProbe},
+		} {
+			tool := how["tool"].(string)
+			delete(how, "tool")
+			v, _ := d.call(tool, how)
+			out, _ := v["stdout"].(string)
+			refused := strings.Contains(out, "fallocate: EOPNOTSUPP") || strings.Contains(out, "fallocate: ENOTSUP") // one errno, two names
+			if !refused || !strings.Contains(out, "posix_fallocate: size 4194304 blocks 4194304") {
+				t.Errorf("%s: want fallocate refused (EOPNOTSUPP) and posix_fallocate writing 4 MiB instead: %.800s", tool, flat(v))
+			}
+		}
+		stop := hostPeak(d)
+		v, _ := d.call("run_python", map[string]any{"session_id": sid, "code": `
+import os, time
+errs = set()
+for i in range(40):
+    fd = os.open("fa%d" % i, os.O_CREAT | os.O_WRONLY, 0o644)
+    try:
+        os.posix_fallocate(fd, 0, 60 << 20)
+    except OSError as e:
+        errs.add(e.errno)
+    os.close(fd)
+time.sleep(1)
+print("errors", sorted(errs))
+`})
+		time.Sleep(200 * time.Millisecond)
+		peak := stop()
+		t.Logf("40 x posix_fallocate(60 MiB): peak %d MiB on the host; %v %.300s %.200s", peak>>20, v["error"], v["message"], v["stdout"])
+		if peak > 1<<30 {
+			t.Errorf("40 x posix_fallocate(60 MiB) in a 64 MiB workspace: the host held %d MiB at the peak", peak>>20)
+		}
+		if v["error"] != "quota_exceeded" {
+			t.Errorf("40 x posix_fallocate(60 MiB) in a 64 MiB workspace was not stopped: %.600s", flat(v))
+		}
+		wantHostWithin(t, d, "after 40 x posix_fallocate", 4<<20)
 	})
 }

@@ -28,6 +28,9 @@ type DockerExec struct {
 	// the server can tell exit 127 of a missing command from the
 	// command's own.
 	NotFound string `json:"notfound,omitempty"`
+	// NoFallocate: the seccomp filter refuses fallocate (see
+	// Spec.NoFallocate).
+	NoFallocate bool `json:"nofallocate,omitempty"`
 }
 
 // Arg encodes the configuration as the stage's argument.

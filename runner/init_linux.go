@@ -153,7 +153,7 @@ func execMain() int {
 			}
 		}
 	}
-	filter, err := prepareSeccomp()
+	filter, err := prepareSeccomp(cfg.NoFallocate)
 	if err != nil {
 		return failExec(ErrCodeSandboxFailed, 125, "seccomp: %v", err)
 	}

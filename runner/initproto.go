@@ -89,6 +89,8 @@ type initConfig struct {
 	// stage checks, from inside, that each path (reached without following
 	// a link) is that very object before the command runs.
 	Mounted []mountedObject `json:"mounted,omitempty"`
+	// NoFallocate: the seccomp filter refuses fallocate (Spec.NoFallocate).
+	NoFallocate bool `json:"no_fallocate,omitempty"`
 }
 
 // mountedObject is one bind mount's destination and the identity of the

@@ -133,6 +133,15 @@ type Spec struct {
 	// "" picks $XDG_RUNTIME_DIR/srt-mcp or ~/.cache/srt-mcp, or /run/srt-mcp
 	// as root.
 	CacheDir string `json:"cache_dir,omitempty"`
+	// NoFallocate makes fallocate(2) (and XFS's space-reservation
+	// ioctls) fail with EOPNOTSUPP in the sandbox. A server sets it for a
+	// data session whose workspace is a directory under a watched quota:
+	// blocks reserved without a write land in one call, faster than any
+	// watch, and with FALLOC_FL_KEEP_SIZE outside RLIMIT_FSIZE. Refused,
+	// glibc's posix_fallocate writes the blocks instead (which
+	// RLIMIT_FSIZE bounds and the watch sees); ld.gold, go build and cp
+	// --sparse go on without it. Linux only (seatbelt has no such rule).
+	NoFallocate bool `json:"no_fallocate,omitempty"`
 }
 
 // Ceiling lists the host paths a call may read or write at most.

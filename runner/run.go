@@ -294,6 +294,8 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 		Rows:   s.Rows,
 		Cols:   s.Cols,
 		Limits: limitsFor(s.Policy.Limits),
+
+		NoFallocate: s.NoFallocate,
 	}
 	if cfg.Rows == 0 || cfg.Cols == 0 {
 		cfg.Rows, cfg.Cols = 24, 80

@@ -24,8 +24,10 @@ func seccompInput(arch, nr uint32, args ...uint64) []byte {
 	return b
 }
 
-func TestSeccompProgram(t *testing.T) {
-	raw, err := seccompProgram()
+// seccompVM is the filter, ready to run on seccompInput.
+func seccompVM(t *testing.T, noFallocate bool) *bpf.VM {
+	t.Helper()
+	raw, err := seccompProgram(noFallocate)
 	if err != nil {
 		t.Skip(err)
 	}
@@ -37,6 +39,47 @@ func TestSeccompProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return vm
+}
+
+// A directory workspace's sandbox refuses preallocation (fallocate with
+// EOPNOTSUPP, so that glibc's posix_fallocate writes instead; XFS's
+// reservation ioctls), every other sandbox allows it; the rest of the
+// filter is the same.
+func TestSeccompNoFallocate(t *testing.T) {
+	arch, _ := auditArch()
+	eopnotsupp := int(unix.SECCOMP_RET_ERRNO | uint32(unix.EOPNOTSUPP))
+	eperm := int(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	allow := int(unix.SECCOMP_RET_ALLOW)
+	for _, tc := range []struct {
+		name       string
+		in         []byte
+		with, wout int
+	}{
+		{"fallocate", seccompInput(arch, unix.SYS_FALLOCATE, 3, 0, 0, 100<<20), eopnotsupp, allow},
+		{"fallocate(KEEP_SIZE)", seccompInput(arch, unix.SYS_FALLOCATE, 3, unix.FALLOC_FL_KEEP_SIZE, 0, 100<<20), eopnotsupp, allow},
+		{"ioctl(XFS_IOC_RESVSP64)", seccompInput(arch, unix.SYS_IOCTL, 3, 0x4030582a), eperm, allow},
+		{"ioctl(XFS_IOC_ZERO_RANGE)", seccompInput(arch, unix.SYS_IOCTL, 3, 0x40305839), eperm, allow},
+		{"ioctl(TIOCSTI)", seccompInput(arch, unix.SYS_IOCTL, 0, unix.TIOCSTI), eperm, eperm},
+		{"ioctl(TCGETS)", seccompInput(arch, unix.SYS_IOCTL, 0, unix.TCGETS), allow, allow},
+		{"ftruncate", seccompInput(arch, unix.SYS_FTRUNCATE, 3, 1<<30), allow, allow},
+		{"pwrite64", seccompInput(arch, unix.SYS_PWRITE64, 3, 0, 1, 4095), allow, allow},
+		{"mount", seccompInput(arch, unix.SYS_MOUNT), eperm, eperm},
+	} {
+		for _, no := range []bool{true, false} {
+			want := tc.wout
+			if no {
+				want = tc.with
+			}
+			if got, err := seccompVM(t, no).Run(tc.in); err != nil || got != want {
+				t.Errorf("%s (noFallocate %v): got %#x (%v), want %#x", tc.name, no, got, err, want)
+			}
+		}
+	}
+}
+
+func TestSeccompProgram(t *testing.T) {
+	vm := seccompVM(t, false)
 	arch, _ := auditArch()
 	eperm := int(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
 	enosys := int(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS))

@@ -544,7 +544,12 @@ func (s *Service) observe(kind, language string, e *Execution) {
 // their events: the file watch and the quota).
 func (s *Service) starter(ss *sessions.Session, q *runWatch) executions.Starter {
 	box := sessions.BoxOf(ss)
+	// A directory workspace under a watched quota: no preallocation,
+	// which would put blocks on the host faster than the watch looks
+	// (see runner.Spec.NoFallocate).
+	noFallocate := s.watched(ss)
 	return func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+		spec.NoFallocate = spec.NoFallocate || noFallocate
 		h, err := s.backend.Start(&box, spec, q.wrap(sink))
 		if err == nil {
 			q.attach(h, false)
