@@ -276,3 +276,19 @@ print("errors", sorted(errs))
 		wantHostWithin(t, d, "after 40 x posix_fallocate", 4<<20)
 	})
 }
+
+// A session's interpreter writes no file larger than the quota: it ran
+// with the operator's max_file_size_bytes (1 GiB) while a fresh run of the
+// same session had what the quota leaves, so one cell wrote 1 GiB files.
+func TestHostileDirQuotaKernelFileSize(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, func(t *testing.T, backend []string) {
+		d := startDirQuota(t, backend)
+		sid := d.wantErrorless("create_session", map[string]any{"language": "python"})["session_id"].(string)
+		v := d.wantErrorless("execute_code", map[string]any{"session_id": sid, "language": "python",
+			"code": `import resource; print(resource.getrlimit(resource.RLIMIT_FSIZE))`})
+		if s, _ := v["stdout"].(string); strings.TrimSpace(s) != fmt.Sprintf("(%d, %d)", dirQuota, dirQuota) {
+			t.Errorf("the interpreter's RLIMIT_FSIZE under a 64 MiB quota: %q", s)
+		}
+	})
+}

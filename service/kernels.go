@@ -80,11 +80,21 @@ func (s *Service) closeKernels(sid string) {
 
 // kernelSpec is the sandbox of a session's kernel: the session's sandbox
 // without a timeout (cells have their own) or an output cap (cells cap
-// their own).
+// their own). In a directory workspace under a watched quota, no file it
+// writes may be larger than the quota (RLIMIT_FSIZE, like a fresh run's
+// "what the quota leaves", but for the kernel's whole life: a server that
+// is not root may lower a running process's hard limit, never raise it
+// again, so a limit refreshed before each cell would only ever shrink,
+// and what the kernel already started would keep its own).
 func (s *Service) kernelSpec(ss *sessions.Session, argv []string, memory int64) runner.Spec {
 	spec := s.dataSpec(argv, 0, 0)
 	if memory > 0 && (spec.Policy.Limits.MaxMemoryBytes == 0 || memory < spec.Policy.Limits.MaxMemoryBytes) {
 		spec.Policy.Limits.MaxMemoryBytes = memory
+	}
+	if s.watched(ss) {
+		if q := max(s.cfg.WorkspaceQuota, quotaSlack); spec.Policy.Limits.MaxFileSizeBytes == 0 || q < spec.Policy.Limits.MaxFileSizeBytes {
+			spec.Policy.Limits.MaxFileSizeBytes = q
+		}
 	}
 	spec.Policy.Limits.Timeout = 0
 	spec.Policy.Limits.MaxOutputBytes = 0

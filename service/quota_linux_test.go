@@ -40,3 +40,19 @@ func TestUploadCountsCacheAndBlocks(t *testing.T) {
 		t.Errorf("an upload within the quota: %v", err)
 	}
 }
+
+// A kernel of a directory workspace writes no file larger than the quota
+// (it had the operator's max_file_size_bytes, 1 GiB in serve.json, while
+// fresh runs had what the quota leaves).
+func TestKernelFileSizeIsTheQuota(t *testing.T) {
+	s := newService(t, Config{WorkspaceQuota: 64 << 20})
+	w, _, _ := s.OpenWorkspace(alice, "")
+	if got := s.kernelSpec(w.ss, []string{"python3"}, 0).Policy.Limits.MaxFileSizeBytes; got != 64<<20 {
+		t.Errorf("a kernel's RLIMIT_FSIZE under a 64 MiB quota: %d", got)
+	}
+	s = newService(t, Config{WorkspaceQuota: -1}) // none
+	w, _, _ = s.OpenWorkspace(alice, "")
+	if got, want := s.kernelSpec(w.ss, []string{"python3"}, 0).Policy.Limits.MaxFileSizeBytes, s.Ceiling().Limits.MaxFileSizeBytes; got != want {
+		t.Errorf("a kernel's RLIMIT_FSIZE without a quota: %d, want the operator's %d", got, want)
+	}
+}
