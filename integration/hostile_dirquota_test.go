@@ -292,3 +292,67 @@ func TestHostileDirQuotaKernelFileSize(t *testing.T) {
 		}
 	})
 }
+
+// A cell returns and a thread it started writes on: between cells the
+// watch looks every 250 ms like during a run, and past the quota it stops
+// the session's interpreter and removes what was written since the cell
+// ended; the next cell says why. Before, a check every 2 s that needed
+// two growing samples stopped the interpreter ~3 s later and removed
+// nothing: 1.9 GiB stayed on the host until the session ended.
+func TestHostileDirQuotaBetweenCells(t *testing.T) {
+	parallel(t)
+	forEachBackend(t, func(t *testing.T, backend []string) {
+		d := startDirQuota(t, backend)
+		sid := d.wantErrorless("create_session", map[string]any{"language": "python"})["session_id"].(string)
+		d.wantErrorless("execute_code", map[string]any{"session_id": sid, "language": "python",
+			"code": `open("/mnt/data/mine.txt", "w").write("the user's file"); keep = 42`})
+		stop := hostPeak(d)
+		v := d.wantErrorless("execute_code", map[string]any{"session_id": sid, "language": "python", "code": `
+import threading, time
+def bg():
+    time.sleep(0.5)  # after the cell returned
+    buf = b"x" * (1 << 20)
+    for i in range(30):
+        try:
+            with open("/mnt/data/bg%d" % i, "wb") as f:
+                for _ in range(60):
+                    f.write(buf)
+        except OSError:
+            pass
+threading.Thread(target=bg, daemon=True).start()
+print("the cell returns; a thread writes on")
+`})
+		returned := time.Now()
+		if v["error"] != nil {
+			t.Fatalf("the cell itself: %.600s", flat(v))
+		}
+		var settled time.Duration
+		for time.Since(returned) < 8*time.Second {
+			time.Sleep(100 * time.Millisecond)
+			if time.Since(returned) > time.Second && allocated(filepath.Join(d.state, "workspaces")) <= dirQuota+4<<20 {
+				settled = time.Since(returned)
+				break
+			}
+		}
+		time.Sleep(time.Second) // whatever still writes, writes now
+		peak := stop()
+		t.Logf("between cells: host peak %d MiB, back within the quota %s after the cell returned", peak>>20, settled)
+		if settled == 0 {
+			t.Errorf("8 s after the cell returned, the workspaces hold %d MiB on the host for a 64 MiB quota", allocated(filepath.Join(d.state, "workspaces"))>>20)
+		}
+		wantHostWithin(t, d, "a second after", 4<<20)
+		if peak > 1<<30 {
+			t.Errorf("a thread writing between cells took the host to %d MiB for a 64 MiB workspace", peak>>20)
+		}
+		v, _ = d.call("execute_code", map[string]any{"session_id": sid, "language": "python",
+			"code": `import os; print(open("/mnt/data/mine.txt").read(), "keep" in globals())`})
+		note, _ := v["note"].(string)
+		t.Logf("the next cell: %.500s", note)
+		if s, _ := v["stdout"].(string); !strings.Contains(s, "the user's file False") {
+			t.Errorf("the next cell: want the user's file kept and a new interpreter: %.600s", flat(v))
+		}
+		if !strings.Contains(note, "between cells") || !strings.Contains(note, "64.0 MiB quota") || !strings.Contains(note, "bg") {
+			t.Errorf("the next cell does not say why its interpreter restarted and what was removed: %q", note)
+		}
+	})
+}

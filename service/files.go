@@ -204,6 +204,7 @@ func (s *Service) writeHeld(c Caller, ss *sessions.Session, op, name string, dat
 		return "", err
 	}
 	s.audit(c, ss, map[string]any{"op": op, "path": p, "size_bytes": len(data), "sha256": SHA256(data)})
+	s.idleKeep(ss, p)
 	return p, nil
 }
 

@@ -34,8 +34,8 @@ type sessionKernels struct {
 	// policies are the sandbox policies the kernels started under: one
 	// the ceiling would now make differently is restarted.
 	policies map[string]policy.Policy
-	memory   int64 // the memory limit of its kernels (0: the operator's)
-	watching bool  // idleQuota runs for this set
+	memory   int64      // the memory limit of its kernels (0: the operator's)
+	idle     *idleWatch // the quota's watch between runs (see idle.go)
 	// resumeNoted: a cell already said that the session's persistent
 	// workspace was resumed with fresh interpreters.
 	resumeNoted bool
@@ -72,7 +72,12 @@ func (s *Service) closeKernels(sid string) {
 	sk.mu.Lock()
 	ks := sk.byLang
 	sk.byLang = map[string]*kernel.Kernel{}
+	iw := sk.idle
+	sk.idle = nil
 	sk.mu.Unlock()
+	if iw != nil {
+		iw.w.halt()
+	}
 	for _, k := range ks {
 		k.Close()
 	}
@@ -161,53 +166,8 @@ func (s *Service) kernelFor(ctx context.Context, ss *sessions.Session, language 
 	sk.byLang[language] = k
 	sk.policies[language] = spec.Policy
 	delete(sk.restarted, language)
-	watching := sk.watching
-	sk.watching = true
 	sk.mu.Unlock()
-	if !watching && s.cfg.WorkspaceQuota > 0 && !ss.Bounded() {
-		go s.idleQuota(ss, sk)
-	}
 	return k, note, nil
-}
-
-// idleQuota watches the workspace of a session with kernels while no run
-// holds it: a kernel keeps running between cells (a thread it started may
-// write), and a workspace over its quota may not grow. A kernel that grows
-// it is stopped; the next cell starts a new one and says why.
-func (s *Service) idleQuota(ss *sessions.Session, sk *sessionKernels) {
-	t := time.NewTicker(2 * time.Second)
-	defer t.Stop()
-	prev := int64(-1)
-	for range t.C {
-		s.ws.mu.Lock()
-		current := s.ws.k[ss.ID] == sk
-		s.ws.mu.Unlock()
-		if !current {
-			return
-		}
-		if ss.Busy() { // the run's own watch is on it
-			prev = -1
-			continue
-		}
-		u, err := ss.Usage()
-		if err != nil {
-			return
-		}
-		if u.Over || (u.Bytes > s.cfg.WorkspaceQuota && prev >= 0 && u.Bytes > prev) {
-			sk.mu.Lock()
-			ks := sk.byLang
-			sk.byLang = map[string]*kernel.Kernel{}
-			for lang := range ks {
-				sk.restarted[lang] = "the " + lang + " kernel was stopped between cells: something it left running wrote past the workspace quota (SANDBOX_WORKSPACE_QUOTA); its variables are gone"
-			}
-			sk.mu.Unlock()
-			for _, k := range ks {
-				k.Close()
-			}
-			s.cfg.Logger.Warn("stopped a session's kernels: the workspace grew past its quota between cells", "session_id", ss.ID, "bytes", u.Bytes)
-		}
-		prev = u.Bytes
-	}
 }
 
 // settingsNote says why a kernel restarted after a settings reload.
@@ -276,6 +236,8 @@ func (s *Service) ResetKernel(ctx context.Context, c Caller, w *Workspace, langu
 		return err
 	}
 	defer ss.Release()
+	s.pauseIdle(ss)
+	defer s.startIdle(ss, nil)
 	sk := s.kernels(ss.ID)
 	sk.mu.Lock()
 	old := sk.byLang

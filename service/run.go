@@ -181,10 +181,17 @@ func (s *Service) Start(ctx context.Context, req Request) (*Run, error) {
 	released := false
 	defer func() {
 		if !released {
+			s.startIdle(ss, r.quota)
 			ss.Release()
 		}
 	}()
-	base := ss.Survey(s.watched(ss))
+	// The idle watch's last look, when the session's kernels were
+	// watched since the last run (and stayed within the quota), is where
+	// this run starts from.
+	base, ok := s.pauseIdle(ss)
+	if !ok {
+		base = ss.Survey(s.watched(ss))
+	}
 	r.before = base.Files
 	w := s.watch(ss, base)
 	r.quota = w
@@ -319,6 +326,7 @@ func (s *Service) ended(r *Run, req Request, language string, end runner.Event, 
 	if req.ReleaseBox {
 		s.backend.Release(sessions.BoxOf(ss))
 	}
+	s.startIdle(ss, r.quota)
 	ss.Release()
 }
 

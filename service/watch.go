@@ -20,6 +20,7 @@ package service
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -80,8 +81,20 @@ type runWatch struct {
 	quit      chan struct{}
 	loopDone  chan struct{}
 	stopOnce  sync.Once
+	haltOnce  sync.Once
 	network   []string         // the proxy's decisions, as the run's events passed
 	after     sessions.Listing // the workspace when the run ended (its artifacts)
+	// last is the final look of a watch that ended within the quota
+	// (lastOK): the base of the watch that follows it.
+	last   sessions.Survey
+	lastOK bool
+
+	// idle: the watch of a session between runs (its kernels live on):
+	// no run to stop; onOver is called, once and in a goroutine of its
+	// own, when the workspace goes past its quota.
+	idle   bool
+	onOver func()
+	kept   map[string]bool // files uploaded meanwhile (keep)
 
 	// onEnd settles the run's end before its terminal event is passed on;
 	// afterEnd runs once it was.
@@ -379,15 +392,22 @@ func (w *runWatch) checkUsage(u sessions.Usage, final bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.over == "" && (u.Over || u.Bytes > w.limit) {
+		who := "the run"
+		if w.idle {
+			who = "something a cell left running (a thread or a process)"
+		}
 		if u.Over {
-			w.over = fmt.Sprintf("the run took the workspace past %d files and directories, the most a workspace may hold (SANDBOX_WORKSPACE_QUOTA counts them too)", sessions.MaxFiles)
+			w.over = fmt.Sprintf("%s took the workspace past %d files and directories, the most a workspace may hold (SANDBOX_WORKSPACE_QUOTA counts them too)", who, sessions.MaxFiles)
 		} else {
-			w.over = fmt.Sprintf("the run took the workspace to %s, past its %s quota (SANDBOX_WORKSPACE_QUOTA)", human(u.Bytes), human(w.quota))
+			w.over = fmt.Sprintf("%s took the workspace to %s, past its %s quota (SANDBOX_WORKSPACE_QUOTA)", who, human(u.Bytes), human(w.quota))
 		}
 		w.stopAt = u.Bytes
 		if w.h != nil && !final {
 			w.stopped = true
 			w.h.Cancel(!w.cell)
+		}
+		if w.onOver != nil && !final {
+			go w.onOver()
 		}
 		return
 	}
@@ -492,16 +512,8 @@ func (w *runWatch) stop() {
 		return
 	}
 	w.stopOnce.Do(func() {
-		close(w.quit)
-		<-w.loopDone
+		w.halt()
 		w.mu.Lock()
-		if w.fsw != nil {
-			w.fsw.Close()
-		}
-		for _, d := range w.dirs {
-			d.d.Close()
-		}
-		w.dirs = nil
 		over := w.over
 		w.mu.Unlock()
 		// A last look (a run may end right after a burst), which also
@@ -517,6 +529,7 @@ func (w *runWatch) stop() {
 		if over == "" {
 			w.mu.Lock()
 			w.after = after
+			w.last, w.lastOK = sv, true
 			w.mu.Unlock()
 		}
 		if over != "" {
@@ -528,10 +541,59 @@ func (w *runWatch) stop() {
 	})
 }
 
+// halt ends the watch's loop and lets go of its inotify instance and
+// directories, without a last look (see stop).
+func (w *runWatch) halt() {
+	w.haltOnce.Do(func() {
+		close(w.quit)
+		<-w.loopDone
+		w.mu.Lock()
+		if w.fsw != nil {
+			w.fsw.Close()
+		}
+		for _, d := range w.dirs {
+			d.d.Close()
+		}
+		w.dirs = nil
+		w.mu.Unlock()
+	})
+}
+
+// final is the watch's last look when it ended within the quota (ok
+// false: it did not, or it has not ended).
+func (w *runWatch) final() (sessions.Survey, bool) {
+	if w == nil {
+		return sessions.Survey{}, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last, w.lastOK
+}
+
+// keep counts a file the server wrote (an upload) among what the watch
+// found there: a removal for the quota never takes it.
+func (w *runWatch) keep(path string) {
+	w.mu.Lock()
+	if w.kept == nil {
+		w.kept = map[string]bool{}
+	}
+	w.kept[path] = true
+	w.mu.Unlock()
+}
+
 // removeCreated removes what the run created until the workspace is under
 // its quota again, and says what it removed.
 func (w *runWatch) removeCreated() string {
-	removed, u, err := w.ss.Trim(w.base, w.quota)
+	base := w.base
+	w.mu.Lock()
+	if len(w.kept) > 0 {
+		base.Files = maps.Clone(base.Files)
+		for p := range w.kept {
+			base.Files[p] = sessions.FileInfo{Path: p}
+		}
+	}
+	w.mu.Unlock()
+	removed, u, err := w.ss.Trim(base, w.quota)
 	if err != nil {
 		return "; " + err.Error()
 	}
