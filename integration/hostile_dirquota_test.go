@@ -356,3 +356,25 @@ print("the cell returns; a thread writes on")
 		}
 	})
 }
+
+// A run starts from what the last run left (no second walk of the
+// workspace and the cache): what came in between counts as the run's,
+// except a file uploaded in between, which a removal for the quota never
+// takes.
+func TestDirQuotaUploadBetweenRunsKept(t *testing.T) {
+	parallel(t)
+	d := startDirQuota(t, []string{"--backend", "native"}, "--workspace-quota", "1M")
+	sid := d.wantErrorless("create_session", map[string]any{"language": "python"})["session_id"].(string)
+	d.wantErrorless("execute_code", map[string]any{"session_id": sid, "language": "python", "code": `x = 1`})
+	d.upload(sid, "upload.bin", strings.Repeat("u", 600<<10))
+	v, _ := d.call("execute_code", map[string]any{"session_id": sid, "language": "python",
+		"code": `open("/mnt/data/cell.bin", "wb").write(b"c" * (500 << 10))`})
+	msg := fmt.Sprint(v["error"])
+	if !strings.Contains(msg, "quota_exceeded") || !strings.Contains(msg, "cell.bin") || strings.Contains(msg, "upload.bin") {
+		t.Errorf("500 KiB written after a 600 KiB upload into a 1 MiB workspace: want the cell's file removed, not the upload: %.600s", flat(v))
+	}
+	list, _ := d.call("list_artifacts", map[string]any{"session_id": sid})
+	if !strings.Contains(flat(list), "upload.bin") {
+		t.Errorf("the upload was removed: %.600s", flat(list))
+	}
+}

@@ -10,8 +10,15 @@ package service
 // fits; the next cell of each stopped kernel says why. The next run (or
 // reset_workspace) takes over from the idle watch, and the run's end
 // starts the next one.
+//
+// Every run's end also leaves the next run its base (what the session held
+// then, uploads since added): the next run starts from it without walking
+// the workspace and the cache again, and whatever came in between (a
+// thread of a kernel) counts as the next run's, removable if it goes past
+// the quota.
 
 import (
+	"maps"
 	"time"
 
 	"github.com/srt-mcp/srt-mcp/errs"
@@ -19,11 +26,13 @@ import (
 	"github.com/srt-mcp/srt-mcp/sessions"
 )
 
-// idleWatch is a session's watch between runs.
+// idleWatch is a session between runs.
 type idleWatch struct {
-	w      *runWatch
-	killed bool     // its kernels were stopped (under the set's mu)
-	langs  []string // which
+	base   sessions.Survey // what it held when the last run ended
+	w      *runWatch       // the watch while kernels live (nil: none)
+	killed bool            // its kernels were stopped (under the set's mu)
+	langs  []string        // which
+	kept   []string        // files uploaded since (under the set's mu)
 }
 
 // liveKernels says whether the session has a kernel running.
@@ -44,40 +53,41 @@ func (s *Service) liveKernels(sid string) *sessionKernels {
 	return nil
 }
 
-// startIdle starts the idle watch of ss (held by the caller, about to be
-// released) if its quota is watched and it has a kernel running; prev is
-// the watch of the run that just ended (its last look is the idle watch's
-// base), nil for none.
+// startIdle records the base of ss's next run and, if it has a kernel
+// running, starts its idle watch (ss held by the caller, about to be
+// released; its quota watched); prev is the watch of the run that just
+// ended (its last look is the base), nil for none.
 func (s *Service) startIdle(ss *sessions.Session, prev *runWatch) {
 	if !s.watched(ss) {
-		return
-	}
-	sk := s.liveKernels(ss.ID)
-	if sk == nil {
 		return
 	}
 	base, ok := prev.final()
 	if !ok {
 		base = ss.Survey(true)
 	}
-	iw := &idleWatch{}
-	w := s.watch(ss, base)
-	w.idle = true
-	w.onOver = func() { s.idleOver(ss, sk, iw) }
-	iw.w = w
+	iw := &idleWatch{base: base}
+	sk := s.liveKernels(ss.ID)
+	if sk != nil {
+		w := s.watch(ss, base)
+		w.idle = true
+		w.onOver = func() { s.idleOver(ss, sk, iw) }
+		iw.w = w
+	} else {
+		sk = s.kernels(ss.ID)
+	}
 	sk.mu.Lock()
 	old := sk.idle
 	sk.idle = iw
 	sk.mu.Unlock()
-	if old != nil {
+	if old != nil && old.w != nil {
 		old.w.halt()
 	}
 }
 
 // pauseIdle ends ss's idle watch (ss held by the caller: a run starts):
-// if the workspace went past its quota since the last run, the kernels are
-// stopped and what was made since is removed first. It returns the watch's
-// last look, the run's base (ok false: survey again).
+// if it found the workspace past its quota, the kernels are stopped and
+// what was made since the last run is removed first. It returns the base
+// the last run left (ok false: survey again).
 func (s *Service) pauseIdle(ss *sessions.Session) (sessions.Survey, bool) {
 	s.ws.mu.Lock()
 	sk := s.ws.k[ss.ID]
@@ -92,8 +102,26 @@ func (s *Service) pauseIdle(ss *sessions.Session) (sessions.Survey, bool) {
 	if iw == nil {
 		return sessions.Survey{}, false
 	}
-	s.settleIdle(ss, sk, iw)
-	return iw.w.final()
+	if iw.w != nil {
+		iw.w.halt()
+		iw.w.mu.Lock()
+		over := iw.w.over
+		iw.w.mu.Unlock()
+		if over != "" {
+			s.settleIdle(ss, sk, iw)
+			return sessions.Survey{}, false
+		}
+	}
+	base := iw.base
+	sk.mu.Lock()
+	if len(iw.kept) > 0 {
+		base.Files = maps.Clone(base.Files)
+		for _, p := range iw.kept {
+			base.Files[p] = sessions.FileInfo{Path: p}
+		}
+	}
+	sk.mu.Unlock()
+	return base, true
 }
 
 // idleOver is called when an idle watch finds the workspace past its
@@ -185,8 +213,11 @@ func (s *Service) idleKeep(ss *sessions.Session, path string) {
 	}
 	sk.mu.Lock()
 	iw := sk.idle
-	sk.mu.Unlock()
 	if iw != nil {
+		iw.kept = append(iw.kept, path)
+	}
+	sk.mu.Unlock()
+	if iw != nil && iw.w != nil {
 		iw.w.keep(path)
 	}
 }

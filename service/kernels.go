@@ -75,7 +75,7 @@ func (s *Service) closeKernels(sid string) {
 	iw := sk.idle
 	sk.idle = nil
 	sk.mu.Unlock()
-	if iw != nil {
+	if iw != nil && iw.w != nil {
 		iw.w.halt()
 	}
 	for _, k := range ks {
