@@ -28,11 +28,12 @@ import (
 
 // idleWatch is a session between runs.
 type idleWatch struct {
-	base   sessions.Survey // what it held when the last run ended
-	w      *runWatch       // the watch while kernels live (nil: none)
-	killed bool            // its kernels were stopped (under the set's mu)
-	langs  []string        // which
-	kept   []string        // files uploaded since (under the set's mu)
+	ss     *sessions.Session // this incarnation (a closed id may be opened again)
+	base   sessions.Survey   // what it held when the last run ended
+	w      *runWatch         // the watch while kernels live (nil: none)
+	killed bool              // its kernels were stopped (under the set's mu)
+	langs  []string          // which
+	kept   []string          // files uploaded since (under the set's mu)
 }
 
 // liveKernels says whether the session has a kernel running.
@@ -65,7 +66,7 @@ func (s *Service) startIdle(ss *sessions.Session, prev *runWatch) {
 	if !ok {
 		base = ss.Survey(true)
 	}
-	iw := &idleWatch{base: base}
+	iw := &idleWatch{ss: ss, base: base}
 	sk := s.liveKernels(ss.ID)
 	if sk != nil {
 		w := s.watch(ss, base)
@@ -81,6 +82,18 @@ func (s *Service) startIdle(ss *sessions.Session, prev *runWatch) {
 	sk.mu.Unlock()
 	if old != nil && old.w != nil {
 		old.w.halt()
+	}
+	if ss.Closed() {
+		// It ended meanwhile: its end may have let go of the set before
+		// iw was in it.
+		sk.mu.Lock()
+		if sk.idle == iw {
+			sk.idle = nil
+		}
+		sk.mu.Unlock()
+		if iw.w != nil {
+			iw.w.halt()
+		}
 	}
 }
 
@@ -100,6 +113,12 @@ func (s *Service) pauseIdle(ss *sessions.Session) (sessions.Survey, bool) {
 	sk.idle = nil
 	sk.mu.Unlock()
 	if iw == nil {
+		return sessions.Survey{}, false
+	}
+	if iw.ss != ss {
+		if iw.w != nil {
+			iw.w.halt()
+		}
 		return sessions.Survey{}, false
 	}
 	if iw.w != nil {
@@ -213,6 +232,9 @@ func (s *Service) idleKeep(ss *sessions.Session, path string) {
 	}
 	sk.mu.Lock()
 	iw := sk.idle
+	if iw != nil && iw.ss != ss {
+		iw = nil
+	}
 	if iw != nil {
 		iw.kept = append(iw.kept, path)
 	}

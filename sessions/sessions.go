@@ -1222,6 +1222,13 @@ func (ss *Session) Busy() bool {
 	return ss.busy
 }
 
+// Closed reports whether the session has ended.
+func (ss *Session) Closed() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.closed
+}
+
 // Release ends a run.
 func (ss *Session) Release() {
 	ss.mu.Lock()
