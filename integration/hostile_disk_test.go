@@ -146,7 +146,7 @@ func TestHostileDiskFillPastQuota(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, backend []string) {
 		d := startData(t, backend, "--workspace-quota", "64M", "--exec-timeout-seconds", "120")
 		if workspaceFS(t, d.url) != "filesystem" {
-			t.Skip("workspaces are directories here (not root): the watched quota's bound is TestHostileDiskDirectoryOvershoot's")
+			t.Skip("workspaces are directories here (not root): the watched quota's bounds are TestHostileDirQuota*'s")
 		}
 		v, _ := d.call("run_python", map[string]any{"code": diskFillCode})
 		sid, _ := v["session_id"].(string)
