@@ -140,14 +140,13 @@ func TestOwnership(t *testing.T) {
 // names the incarnation; a name a sandbox made reaches a door escaped,
 // without a URL.
 func TestFiles(t *testing.T) {
-	// The quota counts blocks (a fresh session's cache holds a 4 KiB
-	// directory).
+	// The quota counts blocks.
 	s := newService(t, Config{WorkspaceQuota: 64 << 10})
 	w, _, _ := s.OpenWorkspace(alice, "")
 	if _, err := s.WriteFile(alice, w, "upload_file", "../x", []byte("x"), false); !errs.Has(err, errs.InvalidPath) {
 		t.Fatalf("traversal: %v", err)
 	}
-	if _, err := s.WriteFile(alice, w, "upload_file", "big.bin", make([]byte, 64<<10), false); !errs.Has(err, errs.QuotaExceeded) {
+	if _, err := s.WriteFile(alice, w, "upload_file", "big.bin", make([]byte, 64<<10+1), false); !errs.Has(err, errs.QuotaExceeded) {
 		t.Fatalf("past the quota: %v", err)
 	}
 	p, err := s.WriteFile(alice, w, "upload_file", "in/data.csv", []byte("a,b\n"), false)

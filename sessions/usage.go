@@ -109,6 +109,9 @@ func (ss *Session) walkAll(fn func(cache bool, rel string, st nofollow.Stat)) (b
 		return true, nil
 	}
 	return ss.walkTree(ss.Cache, true, MaxFiles-n, func(rel string, st nofollow.Stat) {
+		if rel == "site-packages" && st.Mode.IsDir() {
+			return // the server made it (install_package's target): neither the caller's bytes nor its to remove
+		}
 		fn(true, rel, st)
 	})
 }
