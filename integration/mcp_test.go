@@ -255,7 +255,7 @@ func TestMCPInspectorCLI(t *testing.T) {
 		return v
 	}
 	tools := inspect("--method", "tools/list")["result"].(map[string]any)["tools"].([]any)
-	if len(tools) != 25 {
+	if len(tools) != 26 {
 		t.Fatalf("inspector sees %d tools", len(tools))
 	}
 	for _, era := range [][]string{nil, {"--protocol-era", "modern"}} {
