@@ -163,14 +163,15 @@ func (ss *Session) Survey(cache bool) Survey {
 	over, _ := walk(func(cache bool, rel string, st nofollow.Stat) {
 		sv.Usage.Entries++
 		sv.Usage.Bytes += Charge(st)
+		// Every entry's inode, listed files' too: a file the user had that
+		// a run moves is still the user's, never taken for the run's.
+		if known {
+			sv.known[fileID{st.Dev, st.Ino}] = struct{}{}
+		}
 		if !cache {
 			if f := listed(rel, st); f != nil {
 				sv.Files[f.Path] = *f
-				return
 			}
-		}
-		if known {
-			sv.known[fileID{st.Dev, st.Ino}] = struct{}{}
 		}
 	})
 	sv.Usage.Over = over
