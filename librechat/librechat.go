@@ -434,8 +434,22 @@ func (lc *librechat) indexRun(c service.Caller, ss *service.Workspace, inputs ma
 	}
 	idx := map[string]lcFile{}
 	files := []map[string]any{}
-	listed, _ := lc.svc.Files(c, ss, "librechat.index")
+	listed, more := lc.svc.Files(c, ss, "librechat.index")
+	if more > 0 {
+		// The listing stopped at its bound (a run can make thousands of
+		// files that sort first): the inputs and what the run changed are
+		// indexed before the rest, so none of them drops out of sight.
+		listed = append(append([]service.File(nil), changed...), listed...)
+		for id, f := range inputs {
+			idx[id] = f // gone from the workspace, it answers not found later
+		}
+	}
+	indexed := map[string]bool{}
 	for _, f := range listed {
+		if indexed[f.Name] {
+			continue
+		}
+		indexed[f.Name] = true
 		if !f.Fetchable {
 			continue
 		}
