@@ -74,20 +74,6 @@ type WorkspaceInfo struct {
 	Expires  time.Time `json:"expires_at"`
 }
 
-// MaxWorkspaceName bounds a workspace's name.
-const MaxWorkspaceName = 128
-
-// CheckWorkspaceName refuses a name a persistent workspace cannot carry.
-func CheckWorkspaceName(name string) error {
-	if name == "" || len(name) > MaxWorkspaceName || strings.TrimSpace(name) == "" {
-		return &Error{Code: "invalid_arguments", Field: "name", Message: fmt.Sprintf("name must be 1 to %d bytes, not only spaces", MaxWorkspaceName)}
-	}
-	if _, clean := printable.Name(name); !clean || strings.ContainsAny(name, "/\\") {
-		return &Error{Code: "invalid_arguments", Field: "name", Message: "name may not hold '/', '\\', control, invisible or direction-changing characters"}
-	}
-	return nil
-}
-
 // OnHeld registers f, run (in the background, one at a time) when a
 // persistent workspace cannot be resumed because a dead server's
 // sandboxes still hold its filesystem: the Docker backend removes the
@@ -240,7 +226,7 @@ func heldErr(m persistMeta) error {
 // as it is, a suspended one resumed (a handle of this server when another
 // server made it).
 func (s *Registry) CreatePersistent(principal, name string) (ss *Session, created bool, err error) {
-	if err := CheckWorkspaceName(name); err != nil {
+	if err := CheckLabel(name); err != nil {
 		return nil, false, err
 	}
 	s.mu.Lock()

@@ -52,16 +52,18 @@ type SnapshotInfo struct {
 
 var snapshotIDPattern = regexp.MustCompile(`^snap_[0-9a-f]{16}$`)
 
-// MaxSnapshotName bounds a snapshot's name.
-const MaxSnapshotName = 128
-
 func (s *Registry) snapshotsDir() string { return filepath.Join(s.cfg.StateDir, "snapshots") }
 
-// CheckSnapshotName refuses a name a snapshot cannot carry: empty, too
-// long, or with characters a client would show as something else.
-func CheckSnapshotName(name string) error {
-	if name == "" || len(name) > MaxSnapshotName {
-		return &Error{Code: "invalid_arguments", Field: "name", Message: fmt.Sprintf("name must be 1 to %d bytes", MaxSnapshotName)}
+// MaxLabel bounds the name a caller gives a snapshot or a persistent
+// workspace.
+const MaxLabel = 128
+
+// CheckLabel refuses a name a snapshot or a persistent workspace cannot
+// carry: empty, only spaces, too long, or with characters a client would
+// show as something else.
+func CheckLabel(name string) error {
+	if name == "" || len(name) > MaxLabel {
+		return &Error{Code: "invalid_arguments", Field: "name", Message: fmt.Sprintf("name must be 1 to %d bytes", MaxLabel)}
 	}
 	if strings.TrimSpace(name) == "" {
 		return &Error{Code: "invalid_arguments", Field: "name", Message: "name must hold more than spaces"}
@@ -83,7 +85,7 @@ const freezeWait = 3 * time.Second
 // stops the session's interpreters when one of them keeps the filesystem
 // from freezing.
 func (s *Registry) Snapshot(ss *Session, name string, ttl time.Duration, budget int64, busy func()) (*SnapshotInfo, error) {
-	if err := CheckSnapshotName(name); err != nil {
+	if err := CheckLabel(name); err != nil {
 		return nil, err
 	}
 	root := s.snapshotsDir()
@@ -434,21 +436,7 @@ func (s *Registry) replaceImage(ss *Session, fill func(next string) error) error
 	// The loop device holds the old image open until it detaches; the
 	// name goes now.
 	_ = os.Rename(next, image)
-	// No sandbox runs in it: the walk meets no change.
-	if o := ss.owner; o != nil {
-		for _, sub := range []string{volume.DataDir, volume.CacheDir} {
-			d, err := nofollow.OpenTrusted(filepath.Join(mnt, sub))
-			if err != nil {
-				continue
-			}
-			if st, err := d.Stat(); err == nil && int(st.UID) != o.UID {
-				budget := MaxFiles
-				_ = chownTree(d, o.UID, o.GID, 0, &budget)
-				_ = unix.Fchown(d.Fd(), o.UID, o.GID)
-			}
-			d.Close()
-		}
-	}
+	chownSession(ss) // a fork's or an earlier session's files become ss's
 	return nil
 }
 

@@ -82,7 +82,7 @@ func TestSnapshotRestore(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ss.Cache, "pkg.txt"), []byte("cached"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckSnapshotName("a/b"); err == nil {
+	if err := CheckLabel("a/b"); err == nil {
 		t.Error("a name with '/' was accepted")
 	}
 	snap, err := s.Snapshot(ss, "first", time.Hour, 0, nil)
