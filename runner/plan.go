@@ -350,6 +350,12 @@ func (r *resolver) resolve(p string, grant bool) (string, error) {
 			t, _ := os.Readlink(r.host(next))
 			return "", fmt.Errorf("%w: %s is a symbolic link (to %s) owned by uid %d; srt-mcp follows only links owned by root where it grants access, since a sandbox could have made this one: name the real path", ErrUntrustedLink, next, t, owner)
 		}
+		if grant {
+			if d := r.sandboxWrittenAbove(cur); d != "" {
+				t, _ := os.Readlink(r.host(next))
+				return "", fmt.Errorf("%w: %s is a symbolic link (to %s) in %s, where sandboxes have written as the directory's owner (an idmapped mount): any of them could have made it, root's or not; name the real path", ErrUntrustedLink, next, t, d)
+			}
+		}
 		if hops++; hops > 40 {
 			return "", errors.New("too many levels of symbolic links")
 		}
@@ -381,6 +387,22 @@ func (r *resolver) trustedLink(fi fs.FileInfo) bool {
 		}
 	}
 	return false
+}
+
+// sandboxWrittenAbove returns the directory, dir or one above it, that a
+// root runner marked when it mounted it for sandboxes through an idmapped
+// mount (idmap_linux.go), "" if none. There a sandbox wrote as the
+// directory's owner, root included, so a link's owner says nothing about
+// who made it.
+func (r *resolver) sandboxWrittenAbove(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if sandboxWritten(r.host(d)) {
+			return d
+		}
+		if d == "/" || d == "." {
+			return ""
+		}
+	}
 }
 
 func (r *resolver) systemRules() []rule {

@@ -75,6 +75,7 @@ type Run struct {
 	proc   sandboxProc
 	egress io.Closer
 	plan   *Plan
+	cache  string // srt-mcp's private cache directory, "" if none
 	done   chan struct{}
 	term   Event
 }
@@ -194,6 +195,7 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 	}
 	var reserved []string
 	cache, _ := CacheRoot(s.CacheDir) // none usable: /etc is bound entry by entry
+	r.cache = cache
 	if cache != "" {
 		reserved = []string{cache}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -173,11 +174,22 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	// As root, the sandbox is an unprivileged host user: bwrap itself is
 	// started as that user and maps it, unprivileged, into its namespace.
 	var cred *syscall.Credential
+	var mapped *idmapped
 	if u, ok := r.sandboxIdentity(); ok {
 		if err := u.Check(); err != nil {
 			return fail(errorf(ErrCodeInvalidSpec, "%v", err))
 		}
-		if e := checkAccessAs(u, plan, r.spec.Mounts); e != nil {
+		// Writable roots the sandbox user may not write are mounted
+		// through idmapped clones (idmap_linux.go).
+		var e *Error
+		if mapped, e = prepareIdmaps(u, plan, r.spec.Mounts, sources, sourceFDs, r.cache); e != nil {
+			return fail(e)
+		}
+		closers = append(closers, closerFunc(mapped.close))
+		if mapped != nil {
+			tr("idmapped")
+		}
+		if e := checkAccessAs(u, plan, r.spec.Mounts, mapped); e != nil {
 			return fail(e)
 		}
 		cred = &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: []uint32{}}
@@ -197,13 +209,28 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true, Credential: cred}
 	tr("start")
-	startErr := cmd.Start()
+	// release lets the thread that started bwrap go (see idmapped.start);
+	// called once bwrap has been waited for.
+	release := func() {}
+	var startErr error
+	if mapped != nil {
+		var rel func()
+		if rel, startErr = mapped.start(cmd); rel != nil {
+			release = rel
+		}
+	} else {
+		startErr = cmd.Start()
+	}
 	closeAll()
 	if startErr != nil {
 		conn.close()
 		cfgW.Close()
 		statusR.Close()
 		diagR.Close()
+		var e *Error
+		if errors.As(startErr, &e) {
+			return nil, e
+		}
 		return nil, errorf(ErrCodeUnavailable, "cannot start bwrap: %v", startErr)
 	}
 	go func() {
@@ -269,6 +296,7 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	abort := func(e *Error) (sandboxProc, error) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		release()
 		conn.close()
 		<-diagDone
 		if d := strings.TrimSpace(p.diag.String()); d != "" {
@@ -373,12 +401,14 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 			em = initMsg{Code: ErrCodeExecFailed, Message: strings.TrimSpace(string(out))}
 		}
 		_ = cmd.Wait()
+		release()
 		<-diagDone
 		return nil, &Error{Code: em.Code, Message: em.Message}
 	}
 
 	go func() {
 		werr := cmd.Wait()
+		release()
 		tr("bwrap-exit")
 		p.cgroup.remove()
 		<-statusDone
@@ -500,6 +530,14 @@ func explainBwrap(msg string) string {
 		return msg + " (bubblewrap 0.8.0 or newer is required; run srt-mcp doctor)"
 	}
 	return msg
+}
+
+// closerFunc makes a function an io.Closer.
+type closerFunc func()
+
+func (f closerFunc) Close() error {
+	f()
+	return nil
 }
 
 // limitedBuffer keeps the first max bytes written to it.

@@ -71,7 +71,12 @@ func openSources(plan *Plan, first int) ([]*os.File, map[int]int, []mountedObjec
 // enter (a root srt-mcp runs sandboxes as that user, not as root), with
 // the fix in the message. Paths of extra mounts are the caller's to
 // prepare (a session's workspace belongs to the sandbox user).
-func checkAccessAs(u SandboxUser, plan *Plan, extra []ExtraMount) *Error {
+//
+// Paths reached through an idmapped mount (mapped: a writable root the
+// user could not write, and the binds inside it) are not checked here:
+// bwrap finds them at their mount points in srt-mcp's cache directory,
+// and the user writes there as the directory's owner.
+func checkAccessAs(u SandboxUser, plan *Plan, extra []ExtraMount, mapped *idmapped) *Error {
 	inExtra := func(p string) bool {
 		for _, m := range extra {
 			if policy.Within(p, m.Dst) {
@@ -85,8 +90,8 @@ func checkAccessAs(u SandboxUser, plan *Plan, extra []ExtraMount) *Error {
 	}
 	// bwrap, running as u, resolves every source by path (it turns even a
 	// descriptor back into one): each must be reachable by u.
-	for _, m := range plan.Mounts {
-		if (m.Kind != MountRO && m.Kind != MountRW) || m.System {
+	for i, m := range plan.Mounts {
+		if (m.Kind != MountRO && m.Kind != MountRW) || m.System || mapped.covers(i) {
 			continue
 		}
 		if p := unreachableBy(u, m.Src); p != "" {
@@ -98,14 +103,15 @@ func checkAccessAs(u SandboxUser, plan *Plan, extra []ExtraMount) *Error {
 		}
 	}
 	for _, w := range plan.Writable {
-		if inExtra(w.Dst) {
+		if inExtra(w.Dst) || mapped.inRoot(w.Dst) {
 			continue
 		}
-		if !mayAccess(u, w.Src, 0o3) {
+		fi, err := os.Stat(w.Src)
+		if !mayAccess(u, w.Src, writeAccess(err != nil || fi.IsDir())) {
 			return errorf(ErrCodeInvalidPolicy, "%s is not writable by the sandbox user %s; %s", w.Src, u, fix(w.Src))
 		}
 	}
-	if !plan.PrivateCwd && !inExtra(plan.Cwd) && !mayAccess(u, plan.Cwd, 0o1) {
+	if !plan.PrivateCwd && !inExtra(plan.Cwd) && !mapped.inRoot(plan.Cwd) && !mayAccess(u, plan.Cwd, 0o1) {
 		return errorf(ErrCodeInvalidCwd, "the working directory %s cannot be entered by the sandbox user %s (srt-mcp runs as root, and runs sandboxes as that unprivileged user, never as root): start from a directory it can enter (--cwd /tmp, say), run srt-mcp as a regular user, or pick another --sandbox-user", plan.Cwd, u)
 	}
 	return nil

@@ -57,6 +57,19 @@ func hostChecks() []check {
 		out = append(out, check{Name: "landlock", Status: "warn", Detail: "not available: srt-mcp's own non-dumpable PID 1 is used instead (about 3 ms slower per run)", Fix: "boot with lsm=landlock,... (kernel 5.13+) for faster starts"})
 	}
 
+	if os.Geteuid() == 0 {
+		// A root srt-mcp mounts a writable path its sandbox user cannot
+		// write through an idmapped mount; the root filesystem stands in
+		// for the paths an operator will allow (each is checked per run).
+		if err := runner.IdmapProbe("/"); err != nil {
+			out = append(out, check{Name: "idmapped mounts", Status: "warn",
+				Detail: fmt.Sprintf("not available on / (%v): a writable path the sandbox user cannot write is refused", err),
+				Fix:    "use Linux 5.12+ and ext4, xfs, btrfs or tmpfs (6.3+) for writable paths, or chown them to the sandbox user"})
+		} else {
+			out = append(out, check{Name: "idmapped mounts", Status: "ok", Detail: "a writable path the sandbox user cannot write is mounted for it as the directory's owner (on / here; other filesystems are checked per run)"})
+		}
+	}
+
 	var detail string
 	switch runner.CgroupMode() {
 	case "v2":

@@ -1,0 +1,285 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/srt-mcp/srt-mcp/policy"
+)
+
+// sessionLikeUser is a uid from a root server's data-session range
+// (sessions.DefaultUIDs): no account, no file on the host owned by it.
+var sessionLikeUser = SandboxUser{UID: 2000123, GID: 2000123}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("as root only: a runner that is not root runs sandboxes as its own uid, which maps nothing")
+	}
+}
+
+// ownerDir is a fresh 0755 directory owned by uid:gid, under a 0700
+// directory of root's that the sandbox user cannot even search: a mapped
+// mount does not need its host path to be reachable by the sandbox user.
+func ownerDir(t *testing.T, uid, gid int) string {
+	t.Helper()
+	private := filepath.Join(t.TempDir(), "private")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d := filepath.Join(private, "shared")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(d, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func ownerOfPath(t *testing.T, p string) (int, int) {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int(st.Uid), int(st.Gid)
+}
+
+// A root server's data session runs as a uid of its own; a directory the
+// operator allows it to write (owned by uid 1000, mode 0755) used to be
+// refused ("not writable by the sandbox user"). Through an idmapped mount
+// the session's uid writes there as the directory's owner: the host sees
+// uid 1000's files, the command runs as the session's uid.
+func TestIdmapSessionUIDWritesAsOwner(t *testing.T) {
+	requireRoot(t)
+	dir := ownerDir(t, 1000, 1000)
+	both(t, func(t *testing.T, start func(Spec, func(Event)) Handle) {
+		name := strings.NewReplacer("/", "-").Replace(t.Name())
+		file := filepath.Join(dir, name)
+		var c collector
+		s := testSpec(t, "/bin/sh", "-c", fmt.Sprintf(`id -u; id -g; stat -c '%%u %%g' %s; echo hello > %s && mkdir %s.d && stat -c '%%u %%g' %s`, dir, file, file, file))
+		u := sessionLikeUser
+		s.User = &u
+		s.Policy.Filesystem.AllowWrite = []string{dir}
+		h := start(s, c.sink)
+		h.Wait()
+		out, errs, end := c.check(t)
+		if end.Type != EventExit || end.ExitCode != 0 {
+			t.Fatalf("end %+v, stdout %q, stderr %q", end, out, errs)
+		}
+		// Inside: the session's uid, which sees the directory and what it
+		// made as its own.
+		want := "2000123\n2000123\n2000123 2000123\n2000123 2000123\n"
+		if out != want {
+			t.Errorf("inside the sandbox: %q, want %q", out, want)
+		}
+		// On the host: the directory's owner, with the mode unchanged.
+		for _, p := range []string{file, file + ".d"} {
+			if uid, gid := ownerOfPath(t, p); uid != 1000 || gid != 1000 {
+				t.Errorf("%s belongs to %d:%d on the host, want 1000:1000", p, uid, gid)
+			}
+		}
+		if b, err := os.ReadFile(file); err != nil || string(b) != "hello\n" {
+			t.Errorf("host file: %q %v", b, err)
+		}
+		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Errorf("the directory's mode changed: %v %v", fi.Mode(), err)
+		}
+	})
+}
+
+// Protected names inside a mapped directory stay read-only, and what is
+// mounted over them comes from the mapped tree (its host path is not
+// reachable by the sandbox user either).
+func TestIdmapProtectedNamesStayReadOnly(t *testing.T) {
+	requireRoot(t)
+	requireBwrap(t)
+	dir := ownerDir(t, 1000, 1000)
+	hooks := filepath.Join(dir, ".git", "hooks")
+	if err := os.MkdirAll(hooks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".bashrc"), []byte("original\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(dir, ".git"), hooks, filepath.Join(dir, ".bashrc")} {
+		_ = os.Chown(p, 1000, 1000)
+	}
+	var c collector
+	s := testSpec(t, "/bin/sh", "-c", fmt.Sprintf(`cd %s && echo evil > .bashrc; echo x > .git/hooks/pre-commit; echo ok > fine; cat .bashrc`, dir))
+	u := sessionLikeUser
+	s.User = &u
+	s.Policy.Filesystem.AllowWrite = []string{dir}
+	r, _ := Start(t.Context(), s, c.sink, Options{})
+	r.Wait()
+	out, errs, end := c.check(t)
+	if end.Type != EventExit || out != "original\n" {
+		t.Fatalf("end %+v, stdout %q, stderr %q", end, out, errs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, ".bashrc")); string(b) != "original\n" {
+		t.Errorf(".bashrc was changed: %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(hooks, "pre-commit")); err == nil {
+		t.Error("a hook was planted")
+	}
+	if uid, _ := ownerOfPath(t, filepath.Join(dir, "fine")); uid != 1000 {
+		t.Errorf("fine belongs to uid %d, want 1000", uid)
+	}
+}
+
+// Where the kernel or the filesystem cannot map (ramfs has no idmapped
+// mounts), the run is refused as before, saying why and which chown to
+// run; nothing is written.
+func TestIdmapUnsupportedFilesystemRefused(t *testing.T) {
+	requireRoot(t)
+	requireBwrap(t)
+	mnt := t.TempDir()
+	if err := unix.Mount("none", mnt, "ramfs", 0, ""); err != nil {
+		t.Skipf("cannot mount a ramfs: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(mnt, unix.MNT_DETACH) })
+	dir := filepath.Join(mnt, "d")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var c collector
+	s := testSpec(t, "/bin/sh", "-c", "touch "+filepath.Join(dir, "x"))
+	u := sessionLikeUser
+	s.User = &u
+	s.Policy.Filesystem.AllowWrite = []string{dir}
+	r, _ := Start(t.Context(), s, c.sink, Options{})
+	r.Wait()
+	_, _, end := c.check(t)
+	if end.Type != EventError || end.ErrCode != ErrCodeInvalidPolicy {
+		t.Fatalf("end %+v", end)
+	}
+	for _, want := range []string{"not writable by the sandbox user 2000123:2000123", "idmapped", "ramfs", "chown 2000123:2000123 " + dir} {
+		if !strings.Contains(end.Message, want) {
+			t.Errorf("the message lacks %q: %s", want, end.Message)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "x")); err == nil {
+		t.Error("the command ran")
+	}
+}
+
+// A directory the sandbox user may already write is bound as before (no
+// mapping): files stay the sandbox user's.
+func TestIdmapNotUsedWhereModesSuffice(t *testing.T) {
+	requireRoot(t)
+	requireBwrap(t)
+	dir := ownerDir(t, 1000, 1000)
+	if err := os.Chmod(dir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(filepath.Dir(dir), 0o711) // bound by path as before: reachable
+	var c collector
+	s := testSpec(t, "/bin/sh", "-c", "touch "+filepath.Join(dir, "x"))
+	u := sessionLikeUser
+	s.User = &u
+	s.Policy.Filesystem.AllowWrite = []string{dir}
+	r, _ := Start(t.Context(), s, c.sink, Options{})
+	r.Wait()
+	if _, _, end := c.check(t); end.Type != EventExit || end.ExitCode != 0 {
+		t.Fatalf("end %+v", end)
+	}
+	if uid, _ := ownerOfPath(t, filepath.Join(dir, "x")); uid != sessionLikeUser.UID {
+		t.Errorf("x belongs to uid %d, want the sandbox's %d", uid, sessionLikeUser.UID)
+	}
+}
+
+// In a root-owned directory mapped for sandboxes, a link a sandbox makes
+// is root's on the host. The plan follows root's links where it grants
+// access (no sandbox ever ran as root), so such a link must not be: the
+// runner marks the directory, and no link below the mark is trusted. The
+// same root-owned link elsewhere still is.
+func TestIdmapLinksInMappedTreeNotTrusted(t *testing.T) {
+	requireRoot(t)
+	requireBwrap(t)
+	dir := ownerDir(t, 0, 0)
+	outside := t.TempDir()
+	var c collector
+	s := testSpec(t, "/bin/ln", "-s", outside, filepath.Join(dir, "out"))
+	s.Policy.Filesystem.AllowWrite = []string{dir}
+	r, _ := Start(t.Context(), s, c.sink, Options{})
+	r.Wait()
+	if _, _, end := c.check(t); end.Type != EventExit || end.ExitCode != 0 {
+		t.Fatalf("planting the link: end %+v", end)
+	}
+	if uid, _ := ownerOfPath(t, filepath.Join(dir, "out")); uid != 0 {
+		t.Fatalf("the premise: the planted link belongs to uid %d on the host, not root", uid)
+	}
+	for _, field := range []string{"allow_write", "allow_read", "cwd"} {
+		in := PlanInput{Cwd: "/", Home: "/"}
+		link := filepath.Join(dir, "out")
+		switch field {
+		case "allow_write":
+			in.FS.AllowWrite = []string{link}
+		case "allow_read":
+			in.FS.AllowRead = []string{link}
+		case "cwd":
+			in.Cwd = link
+		}
+		if p, err := BuildPlan(in); err == nil {
+			t.Errorf("%s through the planted link was accepted: cwd %s, writable %v", field, p.Cwd, p.Writable)
+		} else if !strings.Contains(err.Error(), "idmapped") {
+			t.Errorf("%s: %v", field, err)
+		}
+	}
+	ctl := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(ctl, "out")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := BuildPlan(PlanInput{Cwd: "/", Home: "/", FS: policyWrite(filepath.Join(ctl, "out"))})
+	if err != nil || len(p.Writable) != 1 || p.Writable[0].Src != outside {
+		t.Fatalf("root's link outside a mapped tree: %v %+v", err, p)
+	}
+}
+
+func policyWrite(p ...string) policy.Filesystem { return policy.Filesystem{AllowWrite: p} }
+
+// A single writable file is mapped the same way (its mount point is a
+// file; it needs write, not search); a directory its owner may not write
+// either is not mapped, and refused as before.
+func TestIdmapFileRootAndNothingToGain(t *testing.T) {
+	requireRoot(t)
+	requireBwrap(t)
+	dir := ownerDir(t, 0, 0)
+	file := filepath.Join(dir, "notes")
+	if err := os.WriteFile(file, []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var c collector
+	s := testSpec(t, "/bin/sh", "-c", "echo two >> "+file)
+	s.Policy.Filesystem.AllowWrite = []string{file}
+	r, _ := Start(t.Context(), s, c.sink, Options{})
+	r.Wait()
+	if _, errs, end := c.check(t); end.Type != EventExit || end.ExitCode != 0 {
+		t.Fatalf("a root-owned 0644 file: end %+v %s", end, errs)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "one\ntwo\n" {
+		t.Errorf("the file holds %q", b)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the file's mode changed: %v %v", fi.Mode(), err)
+	}
+
+	ro := ownerDir(t, 1000, 1000)
+	if err := os.Chmod(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	var c2 collector
+	s = testSpec(t, "/bin/true")
+	s.Policy.Filesystem.AllowWrite = []string{ro}
+	r, _ = Start(t.Context(), s, c2.sink, Options{})
+	r.Wait()
+	if _, _, end := c2.check(t); end.Type != EventError || end.ErrCode != ErrCodeInvalidPolicy || strings.Contains(end.Message, "idmapped") {
+		t.Errorf("a 0555 directory: end %+v", end)
+	}
+}
