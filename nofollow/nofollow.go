@@ -45,6 +45,7 @@ type Stat struct {
 	Dev   uint64
 	Ino   uint64
 	UID   uint32
+	GID   uint32
 	Nlink uint64
 	// Blocks are the 512-byte blocks allocated to it (st_blocks): what
 	// it takes on disk, preallocated blocks past its size included.
@@ -193,7 +194,7 @@ func (d *Dir) Lstat(name string) (Stat, error) {
 	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return Stat{}, &fs.PathError{Op: "lstat", Path: d.child(name), Err: err}
 	}
-	return statOf(&st), nil
+	return StatOf(&st), nil
 }
 
 // Stat describes d itself.
@@ -202,7 +203,7 @@ func (d *Dir) Stat() (Stat, error) {
 	if err := unix.Fstat(d.fd, &st); err != nil {
 		return Stat{}, &fs.PathError{Op: "fstat", Path: d.name, Err: err}
 	}
-	return statOf(&st), nil
+	return StatOf(&st), nil
 }
 
 // OpenFile opens name (never a link: O_NOFOLLOW) with flags and perm.
@@ -415,7 +416,8 @@ func removeContents(top, dir *Dir, depth int) error {
 	}
 }
 
-func statOf(st *unix.Stat_t) Stat {
+// StatOf is the Stat of a stat(2) answer.
+func StatOf(st *unix.Stat_t) Stat {
 	m := fs.FileMode(st.Mode & 0o777)
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
@@ -441,7 +443,7 @@ func statOf(st *unix.Stat_t) Stat {
 		m |= fs.ModeSticky
 	}
 	return Stat{
-		Mode: m, Size: st.Size, Dev: uint64(st.Dev), Ino: uint64(st.Ino), UID: st.Uid, Nlink: uint64(st.Nlink),
+		Mode: m, Size: st.Size, Dev: uint64(st.Dev), Ino: uint64(st.Ino), UID: st.Uid, GID: st.Gid, Nlink: uint64(st.Nlink),
 		Blocks: int64(st.Blocks),
 		Mtime:  time.Unix(int64(st.Mtim.Sec), int64(st.Mtim.Nsec)),
 		Ctime:  time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec)),

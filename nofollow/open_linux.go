@@ -3,6 +3,8 @@ package nofollow
 import (
 	"errors"
 	"io/fs"
+	"os"
+	"strconv"
 	"sync/atomic"
 	"unsafe"
 
@@ -104,4 +106,46 @@ func OpenPath(path string) (int, error) {
 		return -1, wrap("open", path, err)
 	}
 	return fd, nil
+}
+
+// HasXattr reports whether the entry name in d carries the extended
+// attribute attr. It looks at that entry itself: the name is one component
+// below the open directory, and a link is never followed (a link's own
+// attributes are read).
+func (d *Dir) HasXattr(name, attr string) (bool, error) {
+	if err := checkName(name); err != nil {
+		return false, err
+	}
+	_, err := unix.Lgetxattr("/proc/self/fd/"+strconv.Itoa(d.fd)+"/"+name, attr, nil)
+	switch {
+	case err == nil || errors.Is(err, unix.ERANGE):
+		return true, nil
+	case errors.Is(err, unix.ENODATA), errors.Is(err, unix.EOPNOTSUPP):
+		return false, nil
+	}
+	return false, &fs.PathError{Op: "getxattr", Path: d.child(name), Err: err}
+}
+
+// ReopenDir opens for reading the directory f is open on (f may be an
+// O_PATH descriptor): the object f holds, never a path again.
+func ReopenDir(f *os.File) (*Dir, error) {
+	fd, err := openatRetry(int(f.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: f.Name(), Err: err}
+	}
+	return &Dir{fd: fd, name: f.Name()}, nil
+}
+
+// FileHasXattr reports whether the object f is open on (f may be an
+// O_PATH descriptor) carries the extended attribute attr.
+func FileHasXattr(f *os.File, attr string) (bool, error) {
+	// The magic link of /proc/self/fd is followed to the object itself.
+	_, err := unix.Getxattr("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), attr, nil)
+	switch {
+	case err == nil || errors.Is(err, unix.ERANGE):
+		return true, nil
+	case errors.Is(err, unix.ENODATA), errors.Is(err, unix.EOPNOTSUPP):
+		return false, nil
+	}
+	return false, &fs.PathError{Op: "getxattr", Path: f.Name(), Err: err}
 }

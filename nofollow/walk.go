@@ -39,6 +39,13 @@ type walkFrame struct {
 // ErrTooMany once it has seen more than limit entries (0: no limit). fn
 // returning fs.SkipDir for a directory does not enter it.
 func WalkTree(root *Dir, limit int, fn func(rel string, st Stat) error) error {
+	return WalkTreeAt(root, limit, func(_ *Dir, _ string, rel string, st Stat) error { return fn(rel, st) })
+}
+
+// WalkTreeAt is WalkTree whose fn is also given the open directory an entry
+// is in and its name there, for a further look at that very entry
+// (Dir.HasXattr) without a path that could lead elsewhere.
+func WalkTreeAt(root *Dir, limit int, fn func(dir *Dir, name, rel string, st Stat) error) error {
 	st, err := root.Stat()
 	if err != nil {
 		return err
@@ -69,7 +76,7 @@ func WalkTree(root *Dir, limit int, fn func(rel string, st Stat) error) error {
 			if f.rel != "" {
 				rel = f.rel + "/" + e.Name
 			}
-			err = fn(rel, est)
+			err = fn(f.dir, e.Name, rel, est)
 			if errors.Is(err, fs.SkipDir) {
 				return nil
 			}

@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/srt-mcp/srt-mcp/nofollow"
 	"github.com/srt-mcp/srt-mcp/policy"
 )
 
@@ -63,8 +65,14 @@ import (
 //   - set-uid and set-gid files: the mount is nosuid (inside), and the
 //     seccomp filter refuses those mode bits on every call that sets them
 //     (the chmod family, creating opens, mknod; openat2 and io_uring are
-//     refused whole), so no such file can appear on the host; a write to
-//     an existing one clears its bits (the sandbox has no CAP_FSETID);
+//     refused whole), so no new one can appear on the host. An existing
+//     one would keep its bits under a store through a shared mmap (only
+//     write(2) and truncate clear them), and so would a program's file
+//     capabilities: a tree holding a set-uid file of the owner's, a
+//     set-gid file of the group's or a file of the owner's with
+//     security.capability is not mapped (refusePrivilegedFiles walks it,
+//     bounded, before each clone; only root or the owner could add one
+//     during the run, and they are the grant);
 //   - device nodes: nodev, and mknod of a device needs CAP_MKNOD;
 //   - file capabilities: setting security.capability needs CAP_SETFCAP;
 //   - symbolic links: the plan follows a link where it grants access only
@@ -72,7 +80,16 @@ import (
 //     made here is root's, so the runner marks each mapped directory
 //     (sandboxWrittenXattr, a trusted.* attribute only CAP_SYS_ADMIN can
 //     set or remove) before the sandbox starts, and no link under a
-//     marked directory is trusted (trustedLink).
+//     marked directory is trusted (trustedLink). A link can be moved out
+//     of the marked tree by a later run that writes a directory of the
+//     same mount without a mapping, so a root-owned link is also trusted
+//     only where every directory above it is root's and writable by root
+//     alone (writableByOthersAbove): there only a mapped sandbox, under a
+//     mark, could have put it;
+//   - whose identity: a call's narrower path is mapped only when its owner
+//     and group are those of the operator's writable root it lies in
+//     (ownerAllowed); naming another session's or user's private
+//     directory inside a shared allowed one gives nothing.
 //
 // The operator's grant is what it always was: write access to that tree.
 // A root operator who allows a root-owned directory lets sandboxes change
@@ -151,7 +168,7 @@ func (m *idmapped) close() {
 // u cannot write by their modes, and makes an idmapped clone of each (by
 // the descriptor openSources opened). It returns nil when none needs one.
 // A root it cannot map is refused, with the reason and the fix.
-func prepareIdmaps(u SandboxUser, plan *Plan, extra []ExtraMount, sources []*os.File, byIndex map[int]int, cache string) (*idmapped, *Error) {
+func prepareIdmaps(u SandboxUser, plan *Plan, ceiling *Ceiling, extra []ExtraMount, sources []*os.File, byIndex map[int]int, cache string) (*idmapped, *Error) {
 	writable := map[WritableRoot]bool{}
 	for _, w := range plan.Writable {
 		writable[w] = true
@@ -187,6 +204,12 @@ func prepareIdmaps(u SandboxUser, plan *Plan, extra []ExtraMount, sources []*os.
 		if (st.Mode>>6)&want != want && (st.Mode>>3)&want != want {
 			continue // its owner and group may not write it either: a mapping gives nothing (refused later, as before)
 		}
+		if !ownerAllowed(ceiling, mt.Src, st.Uid, st.Gid) {
+			// A caller's narrower path owned by someone else than the
+			// directory the operator allowed: the sandbox would act as
+			// that owner (another session's or user's private files).
+			continue
+		}
 		refuse := func(why string) (*idmapped, *Error) {
 			return fail(errorf(ErrCodeInvalidPolicy, "%s is not writable by the sandbox user %s, and srt-mcp cannot map it to that user here (%s); srt-mcp runs as root, and runs sandboxes as that unprivileged user, never as root: give it to that user (chown %s %s), run srt-mcp as a regular user, or pick another --sandbox-user", mt.Src, u, why, u, mt.Src))
 		}
@@ -196,6 +219,9 @@ func prepareIdmaps(u SandboxUser, plan *Plan, extra []ExtraMount, sources []*os.
 		point, err := idmapPoint(cache, len(m.roots), isDir)
 		if err != nil {
 			return refuse(fmt.Sprintf("an idmapped mount needs a mount point: %v", err))
+		}
+		if err := refusePrivilegedFiles(src, st.Uid, st.Gid, idmapCheckLimit); err != nil {
+			return refuse(err.Error())
 		}
 		tree, err := idmapClone(src, int(st.Uid), int(st.Gid), u, true)
 		if err != nil {
@@ -238,6 +264,105 @@ func prepareIdmaps(u SandboxUser, plan *Plan, extra []ExtraMount, sources []*os.
 		}
 	}
 	return m, nil
+}
+
+// ownerAllowed reports whether a writable root src owned by uid and gid
+// may be mapped: without a ceiling the operator named it (srt-mcp exec);
+// with one, they must own the ceiling's writable root src lies in, so that
+// the mapping stands for the owner the operator allowed, never for whoever
+// owns a subpath a caller names.
+func ownerAllowed(c *Ceiling, src string, uid, gid uint32) bool {
+	if c == nil {
+		return true
+	}
+	for _, root := range c.Write {
+		canon, err := filepath.EvalSymlinks(root)
+		if err != nil || !policy.Within(src, canon) {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat(canon, &st) == nil && st.Uid == uid && st.Gid == gid {
+			return true
+		}
+	}
+	return false
+}
+
+// idmapCheckLimit bounds the entries refusePrivilegedFiles reads in one
+// tree before a run: a larger tree is refused (what it costs: runner/README).
+const idmapCheckLimit = 100_000
+
+// refusePrivilegedFiles walks the tree at src (without following a link,
+// across the mounts below it, which the clone maps too) and returns an
+// error naming the first file a sandbox mapped to owner and group could
+// turn into a privileged program of theirs: a set-uid file of owner's, a
+// set-gid file of group's, or a file of owner's with file capabilities
+// (security.capability). A write(2) or truncate clears those bits and the
+// capabilities, but a store through a shared writable mmap does not, and
+// a chmod by the owner keeps capabilities; so such a file would keep its
+// privilege with the sandbox's code in it, for whoever runs it on the host.
+// The seccomp filter keeps a sandbox from making new ones.
+func refusePrivilegedFiles(src *os.File, owner, group uint32, limit int) error {
+	var fst unix.Stat_t
+	if err := unix.Fstat(int(src.Fd()), &fst); err != nil {
+		return err
+	}
+	privileged := func(d *nofollow.Dir, name string, st nofollow.Stat) (string, error) {
+		if !st.Mode.IsRegular() {
+			return "", nil
+		}
+		if st.Mode&fs.ModeSetuid != 0 && st.UID == owner {
+			return "a set-uid program of its owner", nil
+		}
+		if st.Mode&fs.ModeSetgid != 0 && st.GID == group {
+			return "a set-gid program of its group", nil
+		}
+		if st.UID != owner || st.Mode&0o111 == 0 {
+			return "", nil
+		}
+		has, err := false, error(nil)
+		if d == nil { // the root itself is this file
+			has, err = nofollow.FileHasXattr(src, "security.capability")
+		} else {
+			has, err = d.HasXattr(name, "security.capability")
+		}
+		if err != nil || !has {
+			return "", err
+		}
+		return "a program with file capabilities", nil
+	}
+	why := func(p, what string) error {
+		return fmt.Errorf("%s is %s: a sandbox writing as its owner could rewrite it through a shared mapping and the privilege would stay; clear it (chmod u-s,g-s; setcap -r) or move the file out", p, what)
+	}
+	if fst.Mode&unix.S_IFMT != unix.S_IFDIR {
+		what, err := privileged(nil, "", nofollow.StatOf(&fst))
+		if err != nil {
+			return err
+		}
+		if what != "" {
+			return why(src.Name(), what)
+		}
+		return nil
+	}
+	root, err := nofollow.ReopenDir(src)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	err = nofollow.WalkTreeAt(root, limit, func(d *nofollow.Dir, name, rel string, st nofollow.Stat) error {
+		what, err := privileged(d, name, st)
+		if err != nil {
+			return err
+		}
+		if what != "" {
+			return why(filepath.Join(src.Name(), rel), what)
+		}
+		return nil
+	})
+	if errors.Is(err, nofollow.ErrTooMany) {
+		return fmt.Errorf("it holds more than %d entries, too many to check before each run for set-uid, set-gid and file-capability programs that a sandbox writing as its owner could keep privileged", limit)
+	}
+	return err
 }
 
 // idmapPoint returns the index-th mount point (a directory, or a file for

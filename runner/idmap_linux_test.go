@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -232,7 +233,7 @@ func TestIdmapLinksInMappedTreeNotTrusted(t *testing.T) {
 			t.Errorf("%s: %v", field, err)
 		}
 	}
-	ctl := t.TempDir()
+	ctl := rootAloneDir(t)
 	if err := os.Symlink(outside, filepath.Join(ctl, "out")); err != nil {
 		t.Fatal(err)
 	}
@@ -240,6 +241,40 @@ func TestIdmapLinksInMappedTreeNotTrusted(t *testing.T) {
 	if err != nil || len(p.Writable) != 1 || p.Writable[0].Src != outside {
 		t.Fatalf("root's link outside a mapped tree: %v %+v", err, p)
 	}
+	// The same link where others may write: a sandbox could have moved it
+	// there out of a mapped tree (the mark stays behind).
+	for _, mode := range []os.FileMode{0o777, 0o1777, 0o775} {
+		if err := os.Chmod(ctl, mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := BuildPlan(PlanInput{Cwd: "/", Home: "/", FS: policyWrite(filepath.Join(ctl, "out"))}); err == nil || !strings.Contains(err.Error(), "others than root may write") {
+			t.Errorf("root's link in a %v directory: %v", mode, err)
+		}
+	}
+	if err := os.Chmod(ctl, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(ctl, 1000, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BuildPlan(PlanInput{Cwd: "/", Home: "/", FS: policyWrite(filepath.Join(ctl, "out"))}); err == nil || !strings.Contains(err.Error(), "others than root may write") {
+		t.Errorf("root's link in a directory of uid 1000: %v", err)
+	}
+}
+
+// rootAloneDir is a new directory only root may write, below directories
+// only root may write (t.TempDir is below /tmp, which everyone may).
+func rootAloneDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/run", "srt-mcp-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func policyWrite(p ...string) policy.Filesystem { return policy.Filesystem{AllowWrite: p} }
@@ -281,5 +316,124 @@ func TestIdmapFileRootAndNothingToGain(t *testing.T) {
 	r.Wait()
 	if _, _, end := c2.check(t); end.Type != EventError || end.ErrCode != ErrCodeInvalidPolicy || strings.Contains(end.Message, "idmapped") {
 		t.Errorf("a 0555 directory: end %+v", end)
+	}
+}
+
+// A tree holding a program a sandbox writing as its owner could keep
+// privileged (a store through a shared mmap keeps set-uid, set-gid and
+// file capabilities) is not mapped, whoever owns it; the message names
+// the file and the fix. Without the program the same tree is mapped.
+func TestIdmapPrivilegedFilesRefused(t *testing.T) {
+	requireRoot(t)
+	requireBwrap(t)
+	caps := make([]byte, 20) // vfs_cap_data revision 2, effective, CAP_NET_RAW permitted
+	binary.LittleEndian.PutUint32(caps[0:], 0x02000001)
+	binary.LittleEndian.PutUint32(caps[4:], 1<<13)
+	for _, tc := range []struct {
+		name     string
+		uid, gid int
+		make     func(p string) error
+		want     string
+	}{
+		{"set-uid root", 0, 0, func(p string) error { return os.Chmod(p, os.ModeSetuid|0o755) }, "set-uid"},
+		{"set-gid of the group", 1000, 1000, func(p string) error {
+			if err := os.Chown(p, 1000, 1000); err != nil {
+				return err
+			}
+			return os.Chmod(p, os.ModeSetgid|0o755)
+		}, "set-gid"},
+		{"file capabilities", 0, 0, func(p string) error { return unix.Setxattr(p, "security.capability", caps, 0) }, "capabilities"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := ownerDir(t, tc.uid, tc.gid)
+			deep := filepath.Join(dir, "a", "b")
+			if err := os.MkdirAll(deep, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			prog := filepath.Join(deep, "helper")
+			if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.make(prog); err != nil {
+				t.Fatal(err)
+			}
+			run := func() Event {
+				var c collector
+				s := testSpec(t, "/bin/true")
+				s.Policy.Filesystem.AllowWrite = []string{dir}
+				r, _ := Start(t.Context(), s, c.sink, Options{})
+				r.Wait()
+				_, _, end := c.check(t)
+				return end
+			}
+			if end := run(); end.Type != EventError || end.ErrCode != ErrCodeInvalidPolicy || !strings.Contains(end.Message, prog) || !strings.Contains(end.Message, tc.want) {
+				t.Fatalf("a tree holding %s: end %+v", prog, end)
+			}
+			if err := os.Remove(prog); err != nil {
+				t.Fatal(err)
+			}
+			if end := run(); end.Type != EventExit || end.ExitCode != 0 {
+				t.Errorf("the same tree without it: end %+v", end)
+			}
+		})
+	}
+}
+
+// The check before mapping is bounded: a tree with more entries than the
+// bound is refused, saying so.
+func TestIdmapPrivilegedCheckBounded(t *testing.T) {
+	requireRoot(t)
+	dir := ownerDir(t, 0, 0)
+	for i := range 12 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := refusePrivilegedFiles(f, 0, 0, 10); err == nil || !strings.Contains(err.Error(), "more than 10 entries") {
+		t.Errorf("12 entries, bound 10: %v", err)
+	}
+	if err := refusePrivilegedFiles(f, 0, 0, 100); err != nil {
+		t.Errorf("12 entries, bound 100: %v", err)
+	}
+}
+
+// BenchmarkRefusePrivilegedFiles: the check before each mapped run, on a
+// tree of 10,000 files in 100 directories (runner/README.md has the table).
+func BenchmarkRefusePrivilegedFiles(b *testing.B) {
+	dir := b.TempDir()
+	for i := range 100 {
+		d := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for j := range 100 {
+			mode := os.FileMode(0o644)
+			if j%4 == 0 {
+				mode = 0o755 // a program: its capabilities are looked at too
+			}
+			if err := os.WriteFile(filepath.Join(d, fmt.Sprint(j)), nil, mode); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if err := refusePrivilegedFiles(f, st.Uid, st.Gid, idmapCheckLimit); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -355,6 +355,10 @@ func (r *resolver) resolve(p string, grant bool) (string, error) {
 				t, _ := os.Readlink(r.host(next))
 				return "", fmt.Errorf("%w: %s is a symbolic link (to %s) in %s, where sandboxes have written as the directory's owner (an idmapped mount): any of them could have made it, root's or not; name the real path", ErrUntrustedLink, next, t, d)
 			}
+			if d := r.writableByOthersAbove(cur); d != "" {
+				t, _ := os.Readlink(r.host(next))
+				return "", fmt.Errorf("%w: %s is a symbolic link (to %s) below %s, which others than root may write: a link a sandbox made as root in a mapped directory could have been moved there; name the real path", ErrUntrustedLink, next, t, d)
+			}
 		}
 		if hops++; hops > 40 {
 			return "", errors.New("too many levels of symbolic links")
@@ -375,9 +379,11 @@ func (r *resolver) resolve(p string, grant bool) (string, error) {
 // PlanInput.LinkOwners).
 func (r *resolver) trustedLink(fi fs.FileInfo) bool {
 	owner, ok := ownerOf(fi)
-	if !ok {
-		return false
-	}
+	return ok && r.trustedOwner(owner)
+}
+
+// trustedOwner reports whether uid is root or one of PlanInput.LinkOwners.
+func (r *resolver) trustedOwner(owner int) bool {
 	if owner == 0 {
 		return true
 	}
@@ -397,6 +403,29 @@ func (r *resolver) trustedLink(fi fs.FileInfo) bool {
 func (r *resolver) sandboxWrittenAbove(dir string) string {
 	for d := dir; ; d = filepath.Dir(d) {
 		if sandboxWritten(r.host(d)) {
+			return d
+		}
+		if d == "/" || d == "." {
+			return ""
+		}
+	}
+}
+
+// writableByOthersAbove returns the directory, dir or one above it, that
+// a user other than root (and PlanInput.LinkOwners) owns or that its group
+// or others may write, "" if none. A root-owned link is proof that no
+// sandbox made it only where nothing but root could have put it: a
+// sandbox writing a root-owned tree through an idmapped mount makes
+// root-owned links, and where it may also write without a mapping
+// (another directory of the same mount) it can move one out of the marked
+// tree.
+func (r *resolver) writableByOthersAbove(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Lstat(r.host(d))
+		if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 {
+			return d
+		}
+		if owner, ok := ownerOf(fi); !ok || !r.trustedOwner(owner) {
 			return d
 		}
 		if d == "/" || d == "." {

@@ -182,7 +182,7 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		// Writable roots the sandbox user may not write are mounted
 		// through idmapped clones (idmap_linux.go).
 		var e *Error
-		if mapped, e = prepareIdmaps(u, plan, r.spec.Mounts, sources, sourceFDs, r.cache); e != nil {
+		if mapped, e = prepareIdmaps(u, plan, r.spec.Ceiling, r.spec.Mounts, sources, sourceFDs, r.cache); e != nil {
 			return fail(e)
 		}
 		closers = append(closers, closerFunc(mapped.close))
