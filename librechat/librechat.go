@@ -321,19 +321,23 @@ func (lc *librechat) exec(w http.ResponseWriter, r *http.Request) {
 	idx := map[string]lcFile{}
 	var notes []string
 	refs := req.Files
+	sources := lcSources{}
 	if req.SessionID != "" {
-		if src, err := lc.svc.LookupWorkspace(c, req.SessionID); err == nil {
-			for id, f := range lc.readIndex(src) {
+		if _, srcIdx, err := lc.source(c, sources, req.SessionID); err == nil {
+			for id, f := range srcIdx {
 				refs = append(refs, lcRef{ID: id, SessionID: req.SessionID, Name: f.Name})
 			}
 		}
 	}
 	for _, ref := range refs {
+		if r.Context().Err() != nil {
+			return // the client went away: nothing more is copied for it
+		}
 		sid := ref.StorageSessionID
 		if sid == "" {
 			sid = ref.SessionID
 		}
-		f, data, err := lc.readFile(c, sid, ref.ID)
+		f, data, err := lc.readFile(c, sources, sid, ref.ID)
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("srt-mcp: input file %s (%s/%s) is not available: %s", ref.Name, sid, ref.ID, coded(err)))
 			continue
@@ -466,15 +470,40 @@ func (lc *librechat) indexRun(c service.Caller, ss *service.Workspace, inputs ma
 	return idx, files
 }
 
-// readFile reads file fid of the caller's storage session sid.
-func (lc *librechat) readFile(c service.Caller, sid, fid string) (lcFile, []byte, error) {
-	src, err := lc.svc.LookupWorkspace(c, sid)
+// lcSources are the storage sessions one exec copies inputs from, each
+// with its index as read once for that exec: an exec naming a session of
+// a thousand files reads its index once, not once per file.
+type lcSources map[string]lcSource
+
+type lcSource struct {
+	ws  *service.Workspace
+	idx map[string]lcFile
+}
+
+// source is the caller's storage session sid and its index, read at most
+// once per exec (sources).
+func (lc *librechat) source(c service.Caller, sources lcSources, sid string) (*service.Workspace, map[string]lcFile, error) {
+	if s, ok := sources[sid]; ok {
+		return s.ws, s.idx, nil
+	}
+	ws, err := lc.svc.LookupWorkspace(c, sid)
 	if err != nil {
-		return lcFile{}, nil, errs.New(errs.SessionNotFound, "no such session")
+		return nil, nil, errs.New(errs.SessionNotFound, "no such session")
 	}
 	lc.mu.Lock()
-	f, ok := lc.readIndex(src)[fid]
+	idx := lc.readIndex(ws)
 	lc.mu.Unlock()
+	sources[sid] = lcSource{ws: ws, idx: idx}
+	return ws, idx, nil
+}
+
+// readFile reads file fid of the caller's storage session sid.
+func (lc *librechat) readFile(c service.Caller, sources lcSources, sid, fid string) (lcFile, []byte, error) {
+	src, idx, err := lc.source(c, sources, sid)
+	if err != nil {
+		return lcFile{}, nil, err
+	}
+	f, ok := idx[fid]
 	if !ok {
 		return lcFile{}, nil, errs.New(errs.NotFound, "no such file")
 	}

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -65,18 +66,49 @@ const (
 )
 
 // files is infos as a door shows them, at most max of them and
-// maxListedBytes of names; more is how many were left out.
+// maxListedBytes of names; more is how many were left out. When some must
+// be left out, the shallowest are kept (in infos' order): a run that makes
+// thousands of files in a directory that sorts first must not push the
+// files beside them out of sight (the report it wrote, the user's input).
 func (s *Service) files(ss *sessions.Session, infos []sessions.FileInfo, max int) (out []File, more int) {
 	out = make([]File, 0, min(len(infos), max))
 	size := 0
-	for i, f := range infos {
+	for _, f := range infos {
 		ff := s.file(ss, f)
 		if size += len(ff.Path); len(out) >= max || size > maxListedBytes {
-			return out, len(infos) - i
+			out = s.shallowest(ss, infos, max)
+			return out, len(infos) - len(out)
 		}
 		out = append(out, ff)
 	}
 	return out, 0
+}
+
+// shallowest is files' choice past a bound: the files nearest the top of
+// the workspace that fit, shown in infos' order.
+func (s *Service) shallowest(ss *sessions.Session, infos []sessions.FileInfo, max int) []File {
+	order := make([]int, len(infos))
+	for i := range order {
+		order[i] = i
+	}
+	depth := func(i int) int { return strings.Count(infos[i].Filename, "/") }
+	sort.SliceStable(order, func(a, b int) bool { return depth(order[a]) < depth(order[b]) })
+	kept := map[int]File{}
+	size := 0
+	for _, i := range order {
+		ff := s.file(ss, infos[i])
+		if size += len(ff.Path); len(kept) >= max || size > maxListedBytes {
+			break
+		}
+		kept[i] = ff
+	}
+	out := make([]File, 0, len(kept))
+	for i := range infos {
+		if ff, ok := kept[i]; ok {
+			out = append(out, ff)
+		}
+	}
+	return out
 }
 
 // FileURL is the signed download link of name in w ("" without a
