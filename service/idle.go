@@ -18,7 +18,6 @@ package service
 // the quota.
 
 import (
-	"maps"
 	"time"
 
 	"github.com/srt-mcp/srt-mcp/errs"
@@ -64,7 +63,13 @@ func (s *Service) startIdle(ss *sessions.Session, prev *runWatch) {
 	}
 	base, ok := prev.final()
 	if !ok {
-		base = ss.Survey(true)
+		if b, over := prev.overBase(); over {
+			// The run went past the quota: what it made (and what a thread
+			// it left goes on writing) stays removable down to its base.
+			base = b
+		} else {
+			base = ss.Survey(true)
+		}
 	}
 	iw := &idleWatch{ss: ss, base: base}
 	sk := s.liveKernels(ss.ID)
@@ -134,10 +139,7 @@ func (s *Service) pauseIdle(ss *sessions.Session) (sessions.Survey, bool) {
 	base := iw.base
 	sk.mu.Lock()
 	if len(iw.kept) > 0 {
-		base.Files = maps.Clone(base.Files)
-		for _, p := range iw.kept {
-			base.Files[p] = sessions.FileInfo{Path: p}
-		}
+		base = base.Keep(iw.kept...)
 	}
 	sk.mu.Unlock()
 	return base, true

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -70,6 +71,7 @@ type runWatch struct {
 	stopped   bool   // the watch stopped the run for it
 	removed   string // what was removed to get back under the quota
 	stopAt    int64
+	walked    sessions.Usage // the last walk's (checkHeld adds to it)
 	fsw       *fsnotify.Watcher
 	dirs      map[string]*watchedDir // watch name -> directory
 	blind     bool                   // some directories are not watched: walk on a timer
@@ -127,7 +129,9 @@ func (s *Service) watch(ss *sessions.Session, base sessions.Survey) *runWatch {
 	w := &runWatch{s: s, ss: ss, quota: quota, start: start, before: before, base: base,
 		dirs: map[string]*watchedDir{}, pending: map[string]*runner.FileChange{}, announced: map[string]bool{},
 		quit: make(chan struct{}), loopDone: make(chan struct{})}
-	w.limit = max(w.quota, start.Bytes) // a workspace already over its quota may shrink, not grow
+	// A workspace already over its quota may shrink, not grow; what its
+	// processes hold open unlinked is never let stay.
+	w.limit = max(w.quota, start.Bytes-start.Held)
 	go w.loop()
 	return w
 }
@@ -232,7 +236,7 @@ func (w *runWatch) loop() {
 	var errs <-chan error
 	tick := time.NewTicker(checkEvery)
 	defer tick.Stop()
-	lastWalk := time.Now()
+	lastWalk, lastHeld := time.Now(), time.Now()
 	select { // the watch starts at the first check
 	case <-w.quit:
 		return
@@ -240,6 +244,7 @@ func (w *runWatch) loop() {
 	}
 	u := w.startWatch()
 	w.mu.Lock()
+	w.walked = u
 	if w.fsw != nil {
 		events, errs = w.fsw.Events, w.fsw.Errors
 	}
@@ -274,6 +279,9 @@ func (w *runWatch) loop() {
 			if walk {
 				lastWalk = now
 				w.check(false)
+			} else if now.Sub(lastHeld) >= pollEvery {
+				lastHeld = now
+				w.checkHeld()
 			}
 			w.mu.Lock()
 			w.flushLocked()
@@ -381,7 +389,27 @@ func (w *runWatch) check(final bool) {
 	if err != nil {
 		return
 	}
+	w.mu.Lock()
+	w.walked = u
+	w.mu.Unlock()
 	w.checkUsage(u, final)
+}
+
+// checkHeld is check without the walk: the last walk's usage with what
+// the session's processes hold open unlinked now. Writes to a file with
+// no name left reach no watched directory, so between walks only this
+// sees them.
+func (w *runWatch) checkHeld() {
+	if w.quota <= 0 {
+		return
+	}
+	held := w.ss.HeldUnlinked()
+	w.mu.Lock()
+	u := w.walked
+	w.mu.Unlock()
+	u.Bytes += held - u.Held
+	u.Held = held
+	w.checkUsage(u, false)
 }
 
 // checkUsage is check with the workspace's usage at hand.
@@ -570,6 +598,17 @@ func (w *runWatch) final() (sessions.Survey, bool) {
 	return w.last, w.lastOK
 }
 
+// overBase is the base of a run the watch found past the quota (ok false:
+// it was not, or there was no watch).
+func (w *runWatch) overBase() (sessions.Survey, bool) {
+	if w == nil {
+		return sessions.Survey{}, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.base, w.over != ""
+}
+
 // keep counts a file the server wrote (an upload) among what the watch
 // found there: a removal for the quota never takes it.
 func (w *runWatch) keep(path string) {
@@ -587,10 +626,7 @@ func (w *runWatch) removeCreated() string {
 	base := w.base
 	w.mu.Lock()
 	if len(w.kept) > 0 {
-		base.Files = maps.Clone(base.Files)
-		for p := range w.kept {
-			base.Files[p] = sessions.FileInfo{Path: p}
-		}
+		base = base.Keep(slices.Collect(maps.Keys(w.kept))...)
 	}
 	w.mu.Unlock()
 	removed, u, err := w.ss.Trim(base, w.quota)
@@ -602,17 +638,25 @@ func (w *runWatch) removeCreated() string {
 
 // removedNote says what a Trim removed and where the session stands.
 func removedNote(removed []sessions.Removed, u sessions.Usage, quota int64) string {
-	var names []string
-	for i, r := range removed {
-		if i == 5 {
-			names = append(names, fmt.Sprintf("... (%d more)", len(removed)-5))
-			break
+	var names, cut []string
+	for _, r := range removed {
+		list, say := &names, fmt.Sprintf("%s (%s)", safe(r.Name), human(r.Bytes))
+		if r.Cut {
+			list, say = &cut, fmt.Sprintf("%s (to %s)", safe(r.Name), human(r.CutTo))
 		}
-		names = append(names, fmt.Sprintf("%s (%s)", safe(r.Name), human(r.Bytes)))
+		switch n := len(*list); {
+		case n < 5:
+			*list = append(*list, say)
+		case n == 5:
+			*list = append(*list, "...")
+		}
 	}
 	var b strings.Builder
 	if len(names) > 0 {
 		fmt.Fprintf(&b, "; what it created was removed: %s", strings.Join(names, ", "))
+	}
+	if len(cut) > 0 {
+		fmt.Fprintf(&b, "; files that were there before and grew were cut back to their size before: %s", strings.Join(cut, ", "))
 	}
 	if u.Bytes > quota || u.Over {
 		fmt.Fprintf(&b, "; the workspace and its cache still hold %s, over the quota: delete files before writing more", human(u.Bytes))

@@ -9,9 +9,12 @@ package sessions
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"path"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/srt-mcp/srt-mcp/nofollow"
 )
@@ -28,6 +31,9 @@ type Usage struct {
 	// Over says the walk stopped at MaxFiles (Bytes and Entries are then
 	// lower bounds).
 	Over bool
+	// Held is what the session's processes hold open unlinked (counted in
+	// Bytes; a directory workspace's only: HeldUnlinked).
+	Held int64
 }
 
 // Charge is what one entry counts against the quota: the blocks the
@@ -116,7 +122,8 @@ func (ss *Session) walkAll(fn func(cache bool, rel string, st nofollow.Stat)) (b
 	})
 }
 
-// Usage walks the workspace and the cache and totals what they hold.
+// Usage walks the workspace and the cache and totals what they hold; for
+// a directory workspace, with what its processes hold open unlinked.
 func (ss *Session) Usage() (Usage, error) {
 	var u Usage
 	over, err := ss.walkAll(func(_ bool, _ string, st nofollow.Stat) {
@@ -124,7 +131,21 @@ func (ss *Session) Usage() (Usage, error) {
 		u.Bytes += Charge(st)
 	})
 	u.Over = over
+	if err == nil {
+		u.Held = ss.HeldUnlinked()
+		u.Bytes += u.Held
+	}
 	return u, err
+}
+
+// HeldUnlinked is what the session's processes hold open in its
+// directory workspace and cache with no name left (0 for a workspace with
+// a filesystem of its own, which bounds them).
+func (ss *Session) HeldUnlinked() int64 {
+	if ss.volume {
+		return 0
+	}
+	return ss.heldUnlinked()
 }
 
 // Scan lists the workspace and totals what it holds (the cache not
@@ -142,7 +163,22 @@ func (ss *Session) Scan() (Listing, Usage) {
 type Survey struct {
 	Files Listing
 	Usage Usage
-	known map[fileID]struct{}
+	known map[fileID]int64 // a regular file's size then; -1 for other entries
+	kept  map[string]bool  // workspace paths the server wrote meanwhile (Keep)
+}
+
+// Keep returns sv with the workspace files at paths (/mnt/data/...) taken
+// as there before and never changed by the run, whatever they hold now:
+// files the server itself wrote while a run went on (an upload).
+func (sv Survey) Keep(paths ...string) Survey {
+	sv.kept = maps.Clone(sv.kept)
+	if sv.kept == nil {
+		sv.kept = map[string]bool{}
+	}
+	for _, p := range paths {
+		sv.kept[p] = true
+	}
+	return sv
 }
 
 type fileID struct{ dev, ino uint64 }
@@ -153,7 +189,7 @@ func (ss *Session) Survey(cache bool) Survey {
 	sv := Survey{Files: Listing{}}
 	walk := ss.walkAll
 	if cache {
-		sv.known = map[fileID]struct{}{}
+		sv.known = map[fileID]int64{}
 	} else {
 		walk = func(fn func(cache bool, rel string, st nofollow.Stat)) (bool, error) {
 			return ss.walk(func(rel string, st nofollow.Stat) { fn(false, rel, st) })
@@ -166,7 +202,11 @@ func (ss *Session) Survey(cache bool) Survey {
 		// Every entry's inode, listed files' too: a file the user had that
 		// a run moves is still the user's, never taken for the run's.
 		if known {
-			sv.known[fileID{st.Dev, st.Ino}] = struct{}{}
+			size := int64(-1)
+			if st.Mode.IsRegular() {
+				size = st.Size
+			}
+			sv.known[fileID{st.Dev, st.Ino}] = size
 		}
 		if !cache {
 			if f := listed(rel, st); f != nil {
@@ -175,6 +215,10 @@ func (ss *Session) Survey(cache bool) Survey {
 		}
 	})
 	sv.Usage.Over = over
+	if cache {
+		sv.Usage.Held = ss.HeldUnlinked()
+		sv.Usage.Bytes += sv.Usage.Held
+	}
 	return sv
 }
 
@@ -184,6 +228,10 @@ type Removed struct {
 	// below /mnt/data, or ~/.cache/... (raw: the sandbox chose it).
 	Name  string
 	Bytes int64
+	// Cut says the entry is a file that was there before the run and grew:
+	// it was cut back to its size then (CutTo), not removed.
+	Cut   bool
+	CutTo int64
 }
 
 // made is an entry a run made.
@@ -193,6 +241,9 @@ type made struct {
 	id    fileID
 	dir   bool
 	bytes int64
+	// before is a grown file's size before the run (for a cut); -1 for
+	// an entry the run made.
+	before int64
 }
 
 // Trim takes back what the session gained since base until it holds at
@@ -204,22 +255,38 @@ type made struct {
 // what it removed and what the session holds afterwards. The caller
 // holds the session, and nothing runs in it.
 func (ss *Session) Trim(base Survey, quota int64) ([]Removed, Usage, error) {
-	var cands []made
+	var cands, grown []made
 	var u Usage
 	over, err := ss.walkAll(func(cache bool, rel string, st nofollow.Stat) {
 		u.Entries++
 		c := Charge(st)
 		u.Bytes += c
 		id := fileID{st.Dev, st.Ino}
+		// A file there before that the run grew: cut back to its size
+		// then if what the run made does not free enough.
+		grew := func(before int64) {
+			if st.Mode.IsRegular() && before >= 0 && c > before {
+				grown = append(grown, made{cache: cache, rel: rel, id: id, bytes: c - before, before: before})
+			}
+		}
 		if !cache && st.Mode.IsRegular() {
-			if _, ok := base.Files[WorkspaceMount+"/"+rel]; ok {
+			p := WorkspaceMount + "/" + rel
+			if base.kept[p] {
+				return
+			}
+			if f, ok := base.Files[p]; ok {
+				grew(f.Size)
 				return
 			}
 		}
-		if _, ok := base.known[id]; ok || (base.known == nil && (cache || !st.Mode.IsRegular())) {
+		if before, ok := base.known[id]; ok {
+			grew(before)
+			return
+		}
+		if base.known == nil && (cache || !st.Mode.IsRegular()) {
 			return // there before (a survey without the cache: only workspace files are compared)
 		}
-		cands = append(cands, made{cache: cache, rel: rel, id: id, dir: st.IsDir(), bytes: c})
+		cands = append(cands, made{cache: cache, rel: rel, id: id, dir: st.IsDir(), bytes: c, before: -1})
 	})
 	if err != nil {
 		return nil, u, err
@@ -262,26 +329,77 @@ func (ss *Session) Trim(base Survey, quota int64) ([]Removed, Usage, error) {
 			take(m)
 		}
 	}
+	// Then what the run added to files that were there, most first: the
+	// file stays, at its size before the run (what it held then may have
+	// been rewritten; the bytes past it were the run's).
+	sort.SliceStable(grown, func(i, j int) bool { return grown[i].bytes > grown[j].bytes })
+	for _, m := range grown {
+		if fits() {
+			break
+		}
+		if ss.cutMade(m) != nil {
+			continue
+		}
+		u.Bytes -= m.bytes
+		name := m.rel
+		if m.cache {
+			name = CacheName + "/" + m.rel
+		}
+		removed = append(removed, Removed{Name: name, Bytes: m.bytes, Cut: true, CutTo: m.before})
+	}
 	if after, err := ss.Usage(); err == nil {
 		u = after
 	}
 	return removed, u, nil
 }
 
-// removeMade removes one entry Trim chose, if it is still that very entry
-// (a directory only if it is empty).
-func (ss *Session) removeMade(m made) error {
+// cutMade cuts the grown file Trim chose back to its size before the run,
+// if it is still that very file (opened without following a link).
+func (ss *Session) cutMade(m made) error {
+	d, base, err := ss.madeDir(m)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	f, err := d.OpenFile(base, unix.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	if (fileID{uint64(st.Dev), st.Ino}) != m.id || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fs.ErrNotExist
+	}
+	return f.Truncate(m.before)
+}
+
+// madeDir opens the directory an entry Trim chose is in (never through a
+// link), and gives its name there.
+func (ss *Session) madeDir(m made) (*nofollow.Dir, string, error) {
 	top := ss.Workspace
 	if m.cache {
 		top = ss.Cache
 	}
 	root, err := nofollow.OpenTrusted(top)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	defer root.Close()
 	dir, base := path.Split(m.rel)
 	d, err := root.Walk(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	return d, base, nil
+}
+
+// removeMade removes one entry Trim chose, if it is still that very entry
+// (a directory only if it is empty).
+func (ss *Session) removeMade(m made) error {
+	d, base, err := ss.madeDir(m)
 	if err != nil {
 		return err
 	}
