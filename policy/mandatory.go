@@ -12,13 +12,16 @@ var MandatoryDenyFiles = []string{
 	".bashrc", ".bash_profile", ".bash_login", ".bash_logout",
 	".zshrc", ".zprofile", ".zshenv", ".zlogin",
 	".profile", ".gitconfig", ".gitmodules", ".ripgreprc", ".mcp.json",
+	// Beyond srt's list: files that tell git to read its configuration
+	// from elsewhere (another common directory, a per-worktree config).
+	".git/commondir", ".git/config.worktree",
 }
 
 // MandatoryDenyDirs are directories that are write-denied, with everything in
 // them, wherever they appear inside a writable path.
 var MandatoryDenyDirs = []string{
 	".vscode", ".idea", ".claude/commands", ".claude/agents",
-	".git/hooks",
+	".git/hooks", ".git/worktrees",
 }
 
 // GitConfig is denied too unless Filesystem.AllowGitConfig is set.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/srt-mcp/srt-mcp/nofollow"
 	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/printable"
 )
 
 // Writable host paths on a root runner, through idmapped mounts.
@@ -268,9 +269,9 @@ func prepareIdmaps(u SandboxUser, plan *Plan, ceiling *Ceiling, extra []ExtraMou
 
 // ownerAllowed reports whether a writable root src owned by uid and gid
 // may be mapped: without a ceiling the operator named it (srt-mcp exec);
-// with one, they must own the ceiling's writable root src lies in, so that
-// the mapping stands for the owner the operator allowed, never for whoever
-// owns a subpath a caller names.
+// with one, they must own the ceiling's writable root src lies in, and be
+// the only ones who may write it, so that the mapping stands for the owner
+// the operator allowed, never for whoever owns a subpath a caller names.
 func ownerAllowed(c *Ceiling, src string, uid, gid uint32) bool {
 	if c == nil {
 		return true
@@ -280,8 +281,12 @@ func ownerAllowed(c *Ceiling, src string, uid, gid uint32) bool {
 		if err != nil || !policy.Within(src, canon) {
 			continue
 		}
+		// And only where the operator's root itself is the owner's alone
+		// (not group- or other-writable, not sticky): in a shared drop
+		// directory (1777, as /tmp is) sessions write as themselves, and
+		// a private path of the owner's there is not what was allowed.
 		var st unix.Stat_t
-		if unix.Stat(canon, &st) == nil && st.Uid == uid && st.Gid == gid {
+		if unix.Stat(canon, &st) == nil && st.Uid == uid && st.Gid == gid && st.Mode&(0o022|unix.S_ISVTX) == 0 {
 			return true
 		}
 	}
@@ -295,13 +300,18 @@ const idmapCheckLimit = 100_000
 // refusePrivilegedFiles walks the tree at src (without following a link,
 // across the mounts below it, which the clone maps too) and returns an
 // error naming the first file a sandbox mapped to owner and group could
-// turn into a privileged program of theirs: a set-uid file of owner's, a
-// set-gid file of group's, or a file of owner's with file capabilities
-// (security.capability). A write(2) or truncate clears those bits and the
-// capabilities, but a store through a shared writable mmap does not, and
-// a chmod by the owner keeps capabilities; so such a file would keep its
-// privilege with the sandbox's code in it, for whoever runs it on the host.
-// The seccomp filter keeps a sandbox from making new ones.
+// use against the host:
+//   - a set-uid file of owner's, a set-gid file of group's, or a file of
+//     owner's with file capabilities (security.capability), whatever its
+//     mode. A write(2) or truncate clears those bits and the capabilities,
+//     but a store through a shared writable mmap does not, and a chmod by
+//     the owner (the sandbox, there) keeps capabilities: such a file would
+//     keep its privilege with the sandbox's code in it. The seccomp filter
+//     keeps a sandbox from making new ones.
+//   - a file of owner's (or group-writable of group's) with more links than
+//     the tree has names for it: its other name is outside the tree (a
+//     package manager's store, a cache, cp -al), and a chmod and a write
+//     there would change it outside the policy.
 func refusePrivilegedFiles(src *os.File, owner, group uint32, limit int) error {
 	var fst unix.Stat_t
 	if err := unix.Fstat(int(src.Fd()), &fst); err != nil {
@@ -317,7 +327,7 @@ func refusePrivilegedFiles(src *os.File, owner, group uint32, limit int) error {
 		if st.Mode&fs.ModeSetgid != 0 && st.GID == group {
 			return "a set-gid program of its group", nil
 		}
-		if st.UID != owner || st.Mode&0o111 == 0 {
+		if st.UID != owner {
 			return "", nil
 		}
 		has, err := false, error(nil)
@@ -329,18 +339,28 @@ func refusePrivilegedFiles(src *os.File, owner, group uint32, limit int) error {
 		if err != nil || !has {
 			return "", err
 		}
-		return "a program with file capabilities", nil
+		return "a file with file capabilities", nil
+	}
+	linked := func(st nofollow.Stat) bool {
+		return st.Mode.IsRegular() && st.Nlink > 1 && (st.UID == owner || st.GID == group && st.Mode&0o020 != 0)
 	}
 	why := func(p, what string) error {
-		return fmt.Errorf("%s is %s: a sandbox writing as its owner could rewrite it through a shared mapping and the privilege would stay; clear it (chmod u-s,g-s; setcap -r) or move the file out", p, what)
+		return fmt.Errorf("%s is %s: a sandbox writing as its owner could rewrite it through a shared mapping and the privilege would stay; clear it (chmod u-s,g-s; setcap -r) or move the file out", printable.String(p), what)
+	}
+	outside := func(p string, n uint64) error {
+		return fmt.Errorf("%s has %d hard links, some outside this directory (a package manager's store or cache, cp -al): a sandbox writing as its owner would change the file there too; copy it instead of linking it (pnpm --package-import-method=copy, UV_LINK_MODE=copy)", printable.String(p), n)
 	}
 	if fst.Mode&unix.S_IFMT != unix.S_IFDIR {
-		what, err := privileged(nil, "", nofollow.StatOf(&fst))
+		st := nofollow.StatOf(&fst)
+		what, err := privileged(nil, "", st)
 		if err != nil {
 			return err
 		}
 		if what != "" {
 			return why(src.Name(), what)
+		}
+		if linked(st) {
+			return outside(src.Name(), st.Nlink)
 		}
 		return nil
 	}
@@ -349,6 +369,11 @@ func refusePrivilegedFiles(src *os.File, owner, group uint32, limit int) error {
 		return err
 	}
 	defer root.Close()
+	type links struct {
+		rel         string
+		seen, nlink uint64
+	}
+	multi := map[fileID]*links{}
 	err = nofollow.WalkTreeAt(root, limit, func(d *nofollow.Dir, name, rel string, st nofollow.Stat) error {
 		what, err := privileged(d, name, st)
 		if err != nil {
@@ -357,13 +382,31 @@ func refusePrivilegedFiles(src *os.File, owner, group uint32, limit int) error {
 		if what != "" {
 			return why(filepath.Join(src.Name(), rel), what)
 		}
+		if linked(st) {
+			id := fileID{st.Dev, st.Ino}
+			if multi[id] == nil {
+				multi[id] = &links{rel: rel, nlink: st.Nlink}
+			}
+			multi[id].seen++
+		}
 		return nil
 	})
 	if errors.Is(err, nofollow.ErrTooMany) {
 		return fmt.Errorf("it holds more than %d entries, too many to check before each run for set-uid, set-gid and file-capability programs that a sandbox writing as its owner could keep privileged", limit)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	for _, l := range multi {
+		if l.seen < l.nlink {
+			return outside(filepath.Join(src.Name(), l.rel), l.nlink)
+		}
+	}
+	return nil
 }
+
+// fileID is a file by device and inode.
+type fileID struct{ dev, ino uint64 }
 
 // idmapPoint returns the index-th mount point (a directory, or a file for
 // a file root) in <cache>/idmap, making it if needed. Only root can make

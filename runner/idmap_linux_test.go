@@ -437,3 +437,38 @@ func BenchmarkRefusePrivilegedFiles(b *testing.B) {
 		}
 	}
 }
+
+// A file of the owner's with a hard link outside the tree is not mapped
+// (a chmod and a write through the mapping would change it there too);
+// links within the tree are fine.
+func TestIdmapHardLinkOutsideRefused(t *testing.T) {
+	requireRoot(t)
+	dir := ownerDir(t, 0, 0)
+	outside := filepath.Join(filepath.Dir(dir), "store")
+	if err := os.WriteFile(outside, []byte("x"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a", "one"), []byte("y"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(dir, "a", "one"), filepath.Join(dir, "two")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := refusePrivilegedFiles(f, 0, 0, 100); err != nil {
+		t.Fatalf("two names of one file, both in the tree: %v", err)
+	}
+	if err := os.Link(outside, filepath.Join(dir, "a", "pkg")); err != nil {
+		t.Fatal(err)
+	}
+	if err := refusePrivilegedFiles(f, 0, 0, 100); err == nil || !strings.Contains(err.Error(), "hard links") || !strings.Contains(err.Error(), "a/pkg") {
+		t.Errorf("a file linked from outside the tree: %v", err)
+	}
+}

@@ -800,7 +800,7 @@ func (r *resolver) findProtected(root string) ([]protectedName, error) {
 				return nil
 			}
 			if name == ".git" && e.IsDir() || name == ".claude" && e.IsDir() {
-				subs := []string{"hooks", "config"}
+				subs := []string{"hooks", "config", "commondir", "config.worktree", "worktrees"}
 				if name == ".claude" {
 					subs = []string{"commands", "agents"}
 				}

@@ -93,7 +93,12 @@ func (s *sweeper) walk(dir *nofollow.Dir, rel string, depth int) {
 		crel := path.Join(rel, e.Name)
 		dst := filepath.Join(s.root.Dst, crel)
 		if s.protected[dst] {
-			return nil // read-only for the whole run: unchanged
+			// Read-only for the whole run: unchanged, unless it is a file
+			// with another name a run could write it by (a hard link).
+			if st, err := dir.Lstat(e.Name); err == nil && st.Mode.IsRegular() && st.Nlink > 1 && s.changed(st) {
+				s.judgeProtected(dir, e, crel)
+			}
+			return nil
 		}
 		isGitFile := e.Name == ".git" && e.Type == 0
 		if fsys.IsMandatoryDenied(crel, isGitFile) {
@@ -178,7 +183,10 @@ func (s *sweeper) judgeProtected(dir *nofollow.Dir, e nofollow.Entry, rel string
 		return
 	case st.Mode.IsRegular() && parent == ".git" && base == "config":
 		b, err := dir.ReadFile(e.Name, maxGitConfigBytes)
-		if err == nil && safeGitConfig(b) {
+		if err == nil && safeGitConfig(b) && (st.Nlink == 1 || s.protected[filepath.Join(s.root.Dst, rel)]) {
+			// Kept: git init writes one. A new one with another name (a
+			// hard link the run made) would be writable by that name in
+			// the next run, where this one is read-only.
 			return
 		}
 		if dir.Remove(e.Name) == nil {
