@@ -414,7 +414,7 @@ func BenchmarkRefusePrivilegedFiles(b *testing.B) {
 		for j := range 100 {
 			mode := os.FileMode(0o644)
 			if j%4 == 0 {
-				mode = 0o755 // a program: its capabilities are looked at too
+				mode = 0o755
 			}
 			if err := os.WriteFile(filepath.Join(d, fmt.Sprint(j)), nil, mode); err != nil {
 				b.Fatal(err)
