@@ -11,9 +11,10 @@ import (
 // and cache after removing the names (unlinked files, O_TMPFILE files):
 // blocks the host keeps that no walk of the trees sees. A directory
 // workspace has no filesystem of its own to bound them, so the quota
-// counts them here. A process is the session's when /mnt/data in its root
-// is the workspace (so the sandboxes of either backend, the interpreters
-// included, and nothing else); each file counts once, by Charge. What a
+// counts them here. A process is the session's when it runs as the
+// session's uid and /mnt/data in its root is the workspace (so the
+// sandboxes of either backend, the interpreters included, and nothing
+// else); each file counts once, by Charge. What a
 // process maps after closing the descriptor is not seen (reading
 // /proc/<pid>/map_files needs CAP_SYS_ADMIN); each such file is at most
 // RLIMIT_FSIZE.
@@ -29,6 +30,14 @@ func (ss *Session) heldUnlinked() int64 {
 	}
 	names, _ := procs.Readdirnames(-1)
 	procs.Close()
+	// The session's processes run as its uid (a root server's sessions
+	// each have their own), or as the server's. Only those are looked
+	// into: another local user's process could have a mount at its
+	// /mnt/data (FUSE in a user namespace of its own) that never answers.
+	uid := uint32(os.Getuid())
+	if ss.owner != nil {
+		uid = uint32(ss.owner.UID)
+	}
 	seen := map[fileID]bool{}
 	var held int64
 	for _, pid := range names {
@@ -36,6 +45,9 @@ func (ss *Session) heldUnlinked() int64 {
 			continue
 		}
 		var st unix.Stat_t
+		if unix.Lstat("/proc/"+pid, &st) != nil || st.Uid != uid {
+			continue
+		}
 		// The magic root link is the process's own root; a name below it
 		// the sandbox could swap only for something else in its own view.
 		if unix.Stat("/proc/"+pid+"/root"+WorkspaceMount, &st) != nil || st.Dev != ws.Dev || st.Ino != ws.Ino {

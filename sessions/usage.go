@@ -256,6 +256,7 @@ type made struct {
 // holds the session, and nothing runs in it.
 func (ss *Session) Trim(base Survey, quota int64) ([]Removed, Usage, error) {
 	var cands, grown []made
+	cutting := map[fileID]bool{}
 	var u Usage
 	over, err := ss.walkAll(func(cache bool, rel string, st nofollow.Stat) {
 		u.Entries++
@@ -265,9 +266,17 @@ func (ss *Session) Trim(base Survey, quota int64) ([]Removed, Usage, error) {
 		// A file there before that the run grew: cut back to its size
 		// then if what the run made does not free enough.
 		grew := func(before int64) {
-			if st.Mode.IsRegular() && before >= 0 && c > before {
+			if st.Mode.IsRegular() && before >= 0 && c > before && !cutting[id] {
+				cutting[id] = true // one file by two names is cut once
 				grown = append(grown, made{cache: cache, rel: rel, id: id, bytes: c - before, before: before})
 			}
+		}
+		// A file that was there is judged by what it held then, whatever
+		// its name now: a name the run gave it (a hard link at the path
+		// of a small file) does not make it the run's to cut.
+		if before, ok := base.known[id]; ok {
+			grew(before)
+			return
 		}
 		if !cache && st.Mode.IsRegular() {
 			p := WorkspaceMount + "/" + rel
@@ -275,13 +284,9 @@ func (ss *Session) Trim(base Survey, quota int64) ([]Removed, Usage, error) {
 				return
 			}
 			if f, ok := base.Files[p]; ok {
-				grew(f.Size)
+				grew(f.Size) // a new file at a name that was there: the run's, kept at that size
 				return
 			}
-		}
-		if before, ok := base.known[id]; ok {
-			grew(before)
-			return
 		}
 		if base.known == nil && (cache || !st.Mode.IsRegular()) {
 			return // there before (a survey without the cache: only workspace files are compared)

@@ -130,3 +130,54 @@ func TestTrimTakesBackOnlyWhatCameAfter(t *testing.T) {
 		t.Errorf("after Trim the session holds %d bytes, over the %d asked", u.Bytes, quota)
 	}
 }
+
+// Past the quota with nothing new left to remove, files that were there
+// and grew are cut back to their size before, largest growth first; a
+// file the user had is judged by its own size then, not by the size of
+// a name the run put it under (a hard link at a small file's path).
+func TestTrimCutsGrownFilesBack(t *testing.T) {
+	s := newSessions(t, Config{Max: 2})
+	ss, _, err := s.GetOrCreate("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := func(p string) string { return filepath.Join(ss.Workspace, p) }
+	if err := os.WriteFile(ws("big.bin"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"small.txt", "log.txt"} {
+		if err := os.WriteFile(ws(n), []byte("0123456789"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := ss.Survey(true)
+
+	f, err := os.OpenFile(ws("log.txt"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 3<<20)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Remove(ws("small.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(ws("big.bin"), ws("small.txt")); err != nil {
+		t.Fatal(err)
+	}
+	removed, u, err := ss.Trim(base, base.Usage.Bytes+64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("removed %+v; now %d bytes", removed, u.Bytes)
+	if len(removed) != 1 || !removed[0].Cut || removed[0].Name != "log.txt" || removed[0].CutTo != 10 {
+		t.Errorf("want log.txt cut back to 10 bytes and nothing else, got %+v", removed)
+	}
+	if fi, err := os.Stat(ws("log.txt")); err != nil || fi.Size() != 10 {
+		t.Errorf("log.txt: %v %v", fi, err)
+	}
+	if fi, err := os.Stat(ws("big.bin")); err != nil || fi.Size() != 1<<20 {
+		t.Errorf("the user's big.bin, linked by the run at small.txt's path, is now %v %v", fi, err)
+	}
+}
