@@ -223,3 +223,71 @@ except OSError as e:
 print("held", len(pairs))
 `, `len(pairs)`, 8)
 }
+
+// Attack (code in the sandbox, over a few runs): run 1 makes 256 symbolic
+// links in /mnt/data/l (fast links: no blocks, nothing against the
+// quota). Each later run removes 64 of them and creates files in l until
+// eight of them got the inode numbers the links had (ext4 with a journal
+// hands a freed inode out again at once: the first free one of the
+// parent's group), then writes 60 MiB into each of the eight at once.
+// What went wrong: Trim judges an entry by its inode first (base.known),
+// and an inode that was a link or a directory then is known with size
+// -1: "there before", never removed, never cut back (grew needs a size >=
+// 0). The run is stopped past the quota, but what it wrote stays: the
+// workspace keeps hundreds of MiB past its 64 MiB quota, and since the
+// next run's limit is what the workspace held at its start, each run can
+// add as much again.
+// Suggested fix: key the survey by (dev, ino) and the entry's identity
+// (type, and for a regular file its size and ctime/generation: a file
+// whose inode was something else, or whose ctime is newer than the
+// survey with a zero-link window between, is the run's); never exempt a
+// regular file whose inode was not a regular file; or record birth time
+// (statx STATX_BTIME) and take any file born after the base as the run's.
+func TestHostileDirQuotaTrimSparesRecycledInodes(t *testing.T) {
+	parallel(t)
+	d := startDirQuota(t, []string{"--backend", "native"})
+	v := d.python("", `
+import os
+os.mkdir("/mnt/data/l")
+for i in range(256):
+    os.symlink("t", "/mnt/data/l/s%03d" % i)
+print("links")
+`)
+	sid, _ := v["session_id"].(string)
+	for run := 0; run < 3; run++ {
+		v, _ := d.call("run_python", map[string]any{"session_id": sid, "code": fmt.Sprintf(`
+import os, threading
+L = "/mnt/data/l"
+links = sorted(os.path.join(L, n) for n in os.listdir(L) if os.path.islink(os.path.join(L, n)))
+freed = set()
+for p in links[:64]:
+    freed.add(os.lstat(p).st_ino)
+    os.unlink(p)
+fds, i = [], 0
+while len(fds) < 8 and i < 2000:
+    p = "%%s/b%d_%%d" %% (L, i)
+    i += 1
+    fd = os.open(p, os.O_CREAT | os.O_WRONLY, 0o644)
+    if os.fstat(fd).st_ino in freed:
+        fds.append(fd)
+    else:
+        os.close(fd)
+print("recycled", len(fds), "of", i, flush=True)
+buf = b"b" * (1 << 20)
+def fill(fd):
+    try:
+        for _ in range(60):
+            os.write(fd, buf)
+    except OSError:
+        pass
+ts = [threading.Thread(target=fill, args=(fd,)) for fd in fds]
+[t.start() for t in ts]
+[t.join() for t in ts]
+print("wrote")
+`, run)})
+		t.Logf("run %d: %v %.200s | %.600s", run, v["error"], v["stdout"], v["message"])
+		time.Sleep(time.Second)
+		t.Logf("after run %d the workspaces hold %d MiB on the host", run, allocated(filepath.Join(d.state, "workspaces"))>>20)
+	}
+	wantHostWithin(t, d, "files written at the inodes of removed links, after runs stopped for the quota", 16<<20)
+}
