@@ -7,6 +7,7 @@ package integration
 // dbfe7f2; each failed on c34f2d6).
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -107,12 +108,16 @@ print("held", len(held))
 		time.Sleep(3 * time.Second) // the idle watch had 12 looks
 		used := free - freeBytes(t, d.state)
 		t.Logf("the host's free space dropped by %d MiB; the workspaces' names hold %d MiB", used>>20, allocated(filepath.Join(d.state, "workspaces"))>>20)
-		if used > dirQuota+64<<20 {
-			t.Errorf("unlinked-but-open files: the host holds %d MiB more for a session under a 64 MiB quota, 3 s after the cell", used>>20)
-		}
+		// The host's free space is shared with the tests running beside
+		// this one: what the interpreter still holds is the measure.
 		v, _ = d.call("execute_code", map[string]any{"session_id": sid, "language": "python", "code": `print("still held:", len(held))`})
-		if s, _ := v["stdout"].(string); strings.Contains(s, "still held: 10") {
-			t.Errorf("the interpreter still holds 10 unlinked 60 MiB files open: %.300s", s)
+		s, _ := v["stdout"].(string)
+		var n int
+		if i := strings.Index(s, "still held:"); i >= 0 {
+			_, _ = fmt.Sscanf(s[i:], "still held: %d", &n)
+		}
+		if int64(n)*60<<20 > dirQuota+64<<20 {
+			t.Errorf("3 s after the cell, the interpreter still holds %d unlinked 60 MiB files open (the host's free space was down %d MiB): %.300s", n, used>>20, s)
 		}
 	})
 }

@@ -469,8 +469,9 @@ func (s *Registry) copyBytes(ss *Session) (int64, error) {
 	return n, nil
 }
 
-// treeSize totals the regular files below dir (never following a link),
-// past MaxFiles entries an error.
+// treeSize totals what the entries below dir take as the quota charges
+// them (Charge: directories, links and empty files take blocks too; never
+// following a link), past MaxFiles entries an error.
 func treeSize(dir string) (int64, error) {
 	d, err := nofollow.OpenTrusted(dir)
 	if err != nil {
@@ -479,9 +480,7 @@ func treeSize(dir string) (int64, error) {
 	defer d.Close()
 	n := int64(0)
 	err = nofollow.WalkTree(d, MaxFiles, func(rel string, st nofollow.Stat) error {
-		if st.Mode.IsRegular() {
-			n += st.Size
-		}
+		n += Charge(st)
 		return nil
 	})
 	return n, err

@@ -16,7 +16,18 @@ import (
 type treeCopy struct {
 	files int
 	bytes int64
-	used  int64 // bytes copied so far
+	used  int64 // what the copy takes so far, as the quota charges it (Charge)
+}
+
+// charge adds what the new entry name in dst takes (its blocks, as the
+// quota counts them: a directory or a link takes blocks too), or
+// fallback if it cannot be looked at.
+func (c *treeCopy) charge(dst *nofollow.Dir, name string, fallback int64) {
+	if st, err := dst.Lstat(name); err == nil {
+		c.used += max(Charge(st), fallback)
+		return
+	}
+	c.used += fallback
 }
 
 const maxTreeDepth = 256
@@ -35,7 +46,7 @@ func (c *treeCopy) copyTree(src, dst *nofollow.Dir, depth int) error {
 	}
 	var subs []string
 	err := src.ReadDir(func(e nofollow.Entry) error {
-		if c.files--; c.files < 0 {
+		if c.files--; c.files < 0 || c.used > c.bytes {
 			return errTreeTooBig
 		}
 		switch {
@@ -43,13 +54,18 @@ func (c *treeCopy) copyTree(src, dst *nofollow.Dir, depth int) error {
 			if err := dst.Mkdir(e.Name, 0o700); err != nil {
 				return err
 			}
+			c.charge(dst, e.Name, 0)
 			subs = append(subs, e.Name)
 		case e.Type == os.ModeSymlink:
 			target, err := readlinkAt(src, e.Name)
 			if err != nil {
 				return nil // gone meanwhile
 			}
-			return unix.Symlinkat(target, dst.Fd(), e.Name)
+			if err := unix.Symlinkat(target, dst.Fd(), e.Name); err != nil {
+				return err
+			}
+			c.charge(dst, e.Name, 0)
+			return nil
 		case e.Type == 0:
 			return c.copyFile(src, dst, e.Name)
 		}
@@ -105,10 +121,10 @@ func (c *treeCopy) copyFile(src, dst *nofollow.Dir, name string) error {
 	}
 	// A file still growing is cut at the bound: LimitReader.
 	n, err := io.Copy(out, io.LimitReader(in, c.bytes-c.used))
-	c.used += n
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
+	c.charge(dst, name, n)
 	if err == nil {
 		t := unix.NsecToTimespec(fi.ModTime().UnixNano())
 		_ = unix.UtimesNanoAt(dst.Fd(), name, []unix.Timespec{t, t}, unix.AT_SYMLINK_NOFOLLOW)

@@ -163,7 +163,7 @@ func (ss *Session) Scan() (Listing, Usage) {
 type Survey struct {
 	Files Listing
 	Usage Usage
-	known map[fileID]int64 // a regular file's size then; -1 for other entries
+	known map[fileID]int64 // by inode: a regular file's size then, or knownDir, knownOther
 	kept  map[string]bool  // workspace paths the server wrote meanwhile (Keep)
 }
 
@@ -182,6 +182,24 @@ func (sv Survey) Keep(paths ...string) Survey {
 }
 
 type fileID struct{ dev, ino uint64 }
+
+// What Survey.known holds for an entry that is not a regular file.
+const (
+	knownDir   = -1
+	knownOther = -2 // a link, a FIFO, ...
+)
+
+// knownAs is what Survey.known records of an entry: its size for a
+// regular file, else its kind.
+func knownAs(st nofollow.Stat) int64 {
+	switch {
+	case st.Mode.IsRegular():
+		return st.Size
+	case st.IsDir():
+		return knownDir
+	}
+	return knownOther
+}
 
 // Survey walks the workspace, and the cache too if asked (a quota
 // counts it: Usage, Trim), once.
@@ -202,11 +220,7 @@ func (ss *Session) Survey(cache bool) Survey {
 		// Every entry's inode, listed files' too: a file the user had that
 		// a run moves is still the user's, never taken for the run's.
 		if known {
-			size := int64(-1)
-			if st.Mode.IsRegular() {
-				size = st.Size
-			}
-			sv.known[fileID{st.Dev, st.Ino}] = size
+			sv.known[fileID{st.Dev, st.Ino}] = knownAs(st)
 		}
 		if !cache {
 			if f := listed(rel, st); f != nil {
@@ -273,8 +287,11 @@ func (ss *Session) Trim(base Survey, quota int64) ([]Removed, Usage, error) {
 		}
 		// A file that was there is judged by what it held then, whatever
 		// its name now: a name the run gave it (a hard link at the path
-		// of a small file) does not make it the run's to cut.
-		if before, ok := base.known[id]; ok {
+		// of a small file) does not make it the run's to cut. An inode
+		// number is the same entry only as the same kind: a filesystem
+		// hands a removed link's number to the next new file.
+		before, ok := base.known[id]
+		if ok && (before >= 0 && st.Mode.IsRegular() || before < 0 && before == knownAs(st)) {
 			grew(before)
 			return
 		}
