@@ -6,7 +6,9 @@ package integration
 // session get.
 
 import (
+	"bytes"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -140,4 +142,25 @@ func TestHostileSnapshots(t *testing.T) {
 	if r, _ := callTool(t, alice, "list_snapshots", map[string]any{}); !strings.Contains(flat(r), id) {
 		t.Errorf("alice lost her snapshot: %v", flat(r))
 	}
+}
+
+// The workspace tools through the unmodified MCP TypeScript SDK client, as
+// an agent calls them: a named persistent workspace, listed; a snapshot,
+// a change, a restore that says the interpreter restarted, a fork, a
+// clear error for an unknown snapshot (integration/mcpclient/client.mjs,
+// --workspaces). Both backends.
+func TestMCPTypeScriptClientWorkspaces(t *testing.T) {
+	parallel(t)
+	dir := mcpClients(t)
+	forEachBackend(t, func(t *testing.T, backend []string) {
+		d := startData(t, backend)
+		cmd := exec.Command("node", "client.mjs", "--url", d.url, "--workspaces", "--marker", fmt.Sprintf("ws%d", time.Now().UnixNano()%1e9))
+		cmd.Dir = dir
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if n := nodeChecks(t, "client --workspaces", out); err != nil || n < 13 {
+			t.Fatalf("client.mjs --workspaces: %v (%d checks)\nstderr: %s", err, n, stderr.String())
+		}
+	})
 }

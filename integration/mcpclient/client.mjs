@@ -41,9 +41,50 @@ const sc = (r) => r.structuredContent || {};
 const stdoutOf = (r) => (sc(r).output || []).filter((e) => e.type === "stdout").map((e) => e.data).join("");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// --workspaces: a data server's workspace tools, as an agent uses them:
+// a named persistent workspace, a snapshot, a change, a restore, a fork.
+async function workspaces(client) {
+  const call = (name, args) => client.callTool({ name, arguments: args });
+  const cell = (session_id, code) => call("execute_code", { session_id, language: "python", code });
+  const textOf = (r) => (r.content || []).map((c) => c.text || "").join("\n");
+  const name = `ts-${marker}`.slice(0, 60);
+  let r = await call("create_session", { language: "python", name, persist: true });
+  const sid = sc(r).session_id;
+  check("create_session persist", !r.isError && /^sess_/.test(sid || ""), sc(r));
+  r = await cell(sid, "open('data.csv','w').write('a,b\\n1,2\\n')\nx = 41");
+  check("a cell writes a file", !r.isError, textOf(r));
+  r = await call("list_workspaces", {});
+  check("list_workspaces shows it", !r.isError && JSON.stringify(sc(r)).includes(name), sc(r));
+  r = await call("snapshot_workspace", { session_id: sid, name: "before" });
+  const snap = sc(r).snapshot_id;
+  check("snapshot_workspace", !r.isError && /^snap_/.test(snap || ""), sc(r));
+  r = await cell(sid, "print(x + 1)\n_ = open('data.csv','w').write('changed')");
+  check("the interpreter kept its state across the snapshot", !r.isError && (sc(r).stdout || "").trim() === "42", sc(r));
+  r = await call("restore_workspace", { session_id: sid, snapshot_id: snap });
+  check("restore_workspace says the interpreter restarted", !r.isError && JSON.stringify(sc(r).interpreters_restarted) === '["python"]', sc(r));
+  r = await cell(sid, "print(open('data.csv').read().strip())");
+  check("the restored file", !r.isError && (sc(r).stdout || "").trim() === "a,b\n1,2", sc(r));
+  r = await call("fork_workspace", { snapshot_id: snap });
+  const fork = sc(r).session_id;
+  check("fork_workspace makes a new session", !r.isError && /^sess_/.test(fork || "") && fork !== sid, sc(r));
+  r = await cell(fork, "print(open('data.csv').read().strip())");
+  check("the fork holds the snapshot's files", !r.isError && (sc(r).stdout || "").trim() === "a,b\n1,2", sc(r));
+  r = await call("restore_workspace", { session_id: sid, snapshot_id: "snap_0000000000000000" });
+  check("an unknown snapshot is a clear error", r.isError && /not_found/.test(textOf(r)), textOf(r));
+  r = await call("delete_snapshot", { snapshot_id: snap });
+  check("delete_snapshot", !r.isError, textOf(r));
+  r = await call("close_session", { session_id: fork });
+  check("close the fork", !r.isError, textOf(r));
+}
+
 async function main() {
   const { client, transport } = await connect();
   check("connect", true, { sessionId: transport.sessionId ?? "stdio", protocol: transport.protocolVersion });
+  if (args.includes("--workspaces")) {
+    await workspaces(client);
+    await client.close();
+    return;
+  }
 
   // tools/list: every tool, with input and output schemas.
   const { tools } = await client.listTools();
