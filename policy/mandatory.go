@@ -63,6 +63,29 @@ func (f *Filesystem) IsMandatoryDenied(rel string, gitFile bool) bool {
 		if gitFile && base == ".git" && i == len(parts)-1 {
 			return true
 		}
+		if base == ".git" && i+1 < len(parts) && parts[i+1] == "modules" && inSubmoduleGitDir(parts[i+2:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// inSubmoduleGitDir reports whether rest, a path below .git/modules (the
+// git directories of submodules, nested ones included), is one of the
+// names a git directory reads its configuration or hooks from: git in the
+// main checkout reads a submodule's config (core.fsmonitor) and runs its
+// hooks.
+func inSubmoduleGitDir(rest []string) bool {
+	for k, c := range rest {
+		if k == 0 {
+			continue // the submodule's name
+		}
+		if c == "hooks" || c == "worktrees" {
+			return true
+		}
+		if k == len(rest)-1 && (c == "config" || c == "commondir" || c == "config.worktree") {
+			return true
+		}
 	}
 	return false
 }

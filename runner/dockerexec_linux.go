@@ -59,7 +59,7 @@ func dockerExecMain() int {
 		return fail(127, "%s", strings.TrimPrefix(err.Error(), "srt-mcp: "))
 	}
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	if err := installSeccomp(cfg.NoFallocate); err != nil {
+	if err := installSeccomp(seccompOpts{NoFallocate: cfg.NoFallocate}); err != nil {
 		return fail(125, "seccomp: %v", err)
 	}
 	err = unix.Exec(path, cfg.Argv, os.Environ())

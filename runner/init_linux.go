@@ -153,7 +153,12 @@ func execMain() int {
 			}
 		}
 	}
-	filter, err := prepareSeccomp(cfg.NoFallocate)
+	if cfg.OwnerWrites {
+		// A run writing as a tree's owner gives nothing it makes to the
+		// group or others (the filter keeps it so).
+		unix.Umask(unix.Umask(0) | ownerWriteBits)
+	}
+	filter, err := prepareSeccomp(seccompOpts{NoFallocate: cfg.NoFallocate, OwnerWrites: cfg.OwnerWrites})
 	if err != nil {
 		return failExec(ErrCodeSandboxFailed, 125, "seccomp: %v", err)
 	}

@@ -91,6 +91,9 @@ type initConfig struct {
 	Mounted []mountedObject `json:"mounted,omitempty"`
 	// NoFallocate: the seccomp filter refuses fallocate (Spec.NoFallocate).
 	NoFallocate bool `json:"no_fallocate,omitempty"`
+	// OwnerWrites: a writable root is mounted idmapped, the sandbox writing
+	// as its owner (seccompOpts.OwnerWrites; the umask is 022 or stricter).
+	OwnerWrites bool `json:"owner_writes,omitempty"`
 }
 
 // mountedObject is one bind mount's destination and the identity of the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -75,6 +76,15 @@ type Plan struct {
 	Writable []WritableRoot `json:"writable,omitempty"`
 	// Protected are the sandbox paths that were protected at start.
 	Protected []string `json:"protected,omitempty"`
+	// ProtectedFound are the protected names that existed in writable
+	// roots at start (sandbox paths, links included): any other the sweep
+	// finds is the run's, whatever its change time says (a directory
+	// renamed into place keeps its files' times).
+	ProtectedFound []string `json:"protected_found,omitempty"`
+	// OwnerWritten are the writable roots (host paths) the run wrote as
+	// their owner through idmapped mounts: the sweep takes group and other
+	// write off what the run made there.
+	OwnerWritten []string `json:"owner_written,omitempty"`
 	// DenyWriteGlobs are absolute deny_write patterns; files the run creates
 	// that match them are removed by the sweep.
 	DenyWriteGlobs []string `json:"deny_write_globs,omitempty"`
@@ -250,6 +260,7 @@ func (r *resolver) finish(plan *Plan, cwd string) (*Plan, error) {
 		}
 	}
 	plan.Protected = dedupe(plan.Protected)
+	plan.ProtectedFound = dedupe(r.found)
 	for _, ru := range rules {
 		if states[ru.dst] == stRW && (ru.kind == kAllowWrite || ru.kind == kExtraRW) {
 			plan.Writable = append(plan.Writable, WritableRoot{Src: ru.src, Dst: ru.dst})
@@ -288,6 +299,7 @@ type resolver struct {
 	in      PlanInput
 	scanned int
 	hidden  []string // canonical paths no rule may expose
+	found   []string // protected names found in writable roots (sandbox paths)
 }
 
 // hiddenBy returns the hidden path p lies in, or "".
@@ -719,6 +731,7 @@ func (r *resolver) protectedRules(rules []rule, states map[string]state) ([]rule
 		}
 		for _, f := range found {
 			src, dst := filepath.Join(ru.src, f.rel), filepath.Join(ru.dst, f.rel)
+			r.found = append(r.found, dst)
 			if f.link {
 				target, err := r.canonical(src)
 				if err != nil {
@@ -814,12 +827,19 @@ func (r *resolver) findProtected(root string) ([]protectedName, error) {
 						found = append(found, protectedName{rel: srel, dir: st.IsDir(), link: st.Mode&fs.ModeSymlink != 0})
 					}
 				}
-				sub.Close()
 				if name == ".git" {
-					return nil
+					// Submodules' git directories, at any depth below
+					// .git/modules: their configs and hooks.
+					if mods, err := sub.Sub("modules"); err == nil {
+						werr = walk(mods, filepath.Join(crel, "modules"), depth+1)
+						mods.Close()
+					}
+					sub.Close()
+					return werr
 				}
+				sub.Close()
 			}
-			if e.IsDir() && depth < maxSweepDepth {
+			if e.IsDir() && depth < maxSweepDepth && !gitStore(crel) {
 				subdirs = append(subdirs, name)
 			}
 			return nil
@@ -847,6 +867,21 @@ func (r *resolver) findProtected(root string) ([]protectedName, error) {
 		return nil, err
 	}
 	return found, nil
+}
+
+// gitStore reports whether rel is a submodule git directory's object or
+// ref store (.git/modules/<name>/objects, ...): nothing git configures
+// itself from, and often most of the entries, so not walked.
+func gitStore(rel string) bool {
+	rel = filepath.ToSlash(rel)
+	if !strings.HasPrefix(rel, ".git/modules/") && !strings.Contains(rel, "/.git/modules/") {
+		return false
+	}
+	switch path.Base(rel) {
+	case "objects", "refs", "logs", "lfs":
+		return true
+	}
+	return false
 }
 
 // procMounts makes Docker's read-only and masked /proc paths so in the

@@ -188,6 +188,10 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		closers = append(closers, closerFunc(mapped.close))
 		if mapped != nil {
 			tr("idmapped")
+			cfg.OwnerWrites = true
+			for _, root := range mapped.roots {
+				plan.OwnerWritten = append(plan.OwnerWritten, root.src)
+			}
 		}
 		if e := checkAccessAs(u, plan, r.spec.Mounts, mapped); e != nil {
 			return fail(e)

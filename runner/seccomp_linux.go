@@ -127,9 +127,9 @@ func auditArch() (uint32, error) {
 	return 0, fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
 }
 
-// seccompProgram assembles the filter for the running architecture;
-// noFallocate refuses preallocation too.
-func seccompProgram(noFallocate bool) ([]bpf.RawInstruction, error) {
+// seccompProgram assembles the filter for the running architecture, with
+// what o adds.
+func seccompProgram(o seccompOpts) ([]bpf.RawInstruction, error) {
 	arch, err := auditArch()
 	if err != nil {
 		return nil, err
@@ -153,7 +153,12 @@ func seccompProgram(noFallocate bool) ([]bpf.RawInstruction, error) {
 	p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CLONE3, SkipFalse: 1}, retErrno(unix.ENOSYS))
 	p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_OPENAT2, SkipFalse: 1}, retErrno(unix.ENOSYS))
 	ioctls := blockedIoctls
-	if noFallocate {
+	if o.OwnerWrites {
+		for _, nr := range xattrSetSyscalls {
+			p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipFalse: 1}, retErrno(unix.EOPNOTSUPP))
+		}
+	}
+	if o.NoFallocate {
 		p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_FALLOCATE, SkipFalse: 1}, retErrno(unix.EOPNOTSUPP))
 		ioctls = append(append([]uint32(nil), blockedIoctls...), xfsSpaceIoctls...)
 	}
@@ -166,7 +171,11 @@ func seccompProgram(noFallocate bool) ([]bpf.RawInstruction, error) {
 	p = appendSocketpairBlock(p)
 	for _, sc := range modeSyscalls {
 		if sc.flagsArg < 0 {
-			p = appendArgBlock(p, sc.nr, sc.modeArg, nil, setIDBits)
+			mask := uint32(setIDBits)
+			if o.OwnerWrites && sc.chmod {
+				mask |= ownerWriteBits
+			}
+			p = appendArgBlock(p, sc.nr, sc.modeArg, nil, mask)
 		} else {
 			p = appendCreateBlock(p, sc.nr, sc.flagsArg, sc.modeArg)
 		}
@@ -210,14 +219,24 @@ const createFlags = unix.O_CREAT | (unix.O_TMPFILE &^ unix.O_DIRECTORY)
 type modeSyscall struct {
 	nr                uint32
 	flagsArg, modeArg int
+	chmod             bool // of the chmod family (the mode is the whole new mode)
 }
 
 // modeSyscalls are the calls that can set S_ISUID or S_ISGID on a file, on
 // every architecture; seccomp_linux_<arch>.go adds the legacy ones.
 var modeSyscalls = append([]modeSyscall{
-	{unix.SYS_FCHMOD, -1, 1}, {unix.SYS_FCHMODAT, -1, 2}, {unix.SYS_FCHMODAT2, -1, 2},
-	{unix.SYS_MKNODAT, -1, 2}, {unix.SYS_OPENAT, 2, 3},
+	{unix.SYS_FCHMOD, -1, 1, true}, {unix.SYS_FCHMODAT, -1, 2, true}, {unix.SYS_FCHMODAT2, -1, 2, true},
+	{unix.SYS_MKNODAT, -1, 2, false}, {unix.SYS_OPENAT, 2, 3, false},
 }, legacyModeSyscalls...)
+
+// xattrSetSyscalls set or remove extended attributes (ACLs among them);
+// 463 and 466 are setxattrat and removexattrat (Linux 6.13, numbered alike
+// on every architecture).
+var xattrSetSyscalls = []uint32{
+	unix.SYS_SETXATTR, unix.SYS_LSETXATTR, unix.SYS_FSETXATTR,
+	unix.SYS_REMOVEXATTR, unix.SYS_LREMOVEXATTR, unix.SYS_FREMOVEXATTR,
+	463, 466,
+}
 
 // appendCreateBlock adds: if nr matches, deny when the flags argument has
 // a create flag and the mode argument a set-id bit; else allow.
@@ -250,10 +269,28 @@ func appendSocketpairBlock(p []bpf.Instruction) []bpf.Instruction {
 	return append(p, block...)
 }
 
+// seccompOpts are what a run adds to the filter every sandbox gets.
+type seccompOpts struct {
+	// NoFallocate refuses preallocation (Spec.NoFallocate).
+	NoFallocate bool
+	// OwnerWrites: the run writes a tree as its owner (an idmapped
+	// writable root), where a mode or an ACL it gives an entry lets other
+	// local users in: chmod to a group- or other-writable mode and setting
+	// extended attributes (ACLs are system.posix_acl_*) are refused. (A
+	// umask cannot be held this way: shells read it with umask(0) and set
+	// it back; the exec stage starts with 022, and the sweep takes such
+	// bits off what a run made with a looser one.)
+	OwnerWrites bool
+}
+
+// ownerWriteBits are the mode bits a run writing as a tree's owner may not
+// give: group and other write.
+const ownerWriteBits = 0o022
+
 // installSeccomp sets no_new_privs and loads the filter for every thread of
 // the calling process. It is called right before execve.
-func installSeccomp(noFallocate bool) error {
-	f, err := prepareSeccomp(noFallocate)
+func installSeccomp(o seccompOpts) error {
+	f, err := prepareSeccomp(o)
 	if err != nil {
 		return err
 	}
@@ -268,8 +305,8 @@ type seccompFilter struct {
 // prepareSeccomp assembles the filter: the exec stage does it before it
 // sets the command's address-space limit, after which the Go heap must not
 // need to grow (a failed growth is a fatal "out of memory").
-func prepareSeccomp(noFallocate bool) (*seccompFilter, error) {
-	raw, err := seccompProgram(noFallocate)
+func prepareSeccomp(o seccompOpts) (*seccompFilter, error) {
+	raw, err := seccompProgram(o)
 	if err != nil {
 		return nil, err
 	}

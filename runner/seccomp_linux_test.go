@@ -27,7 +27,7 @@ func seccompInput(arch, nr uint32, args ...uint64) []byte {
 // seccompVM is the filter, ready to run on seccompInput.
 func seccompVM(t *testing.T, noFallocate bool) *bpf.VM {
 	t.Helper()
-	raw, err := seccompProgram(noFallocate)
+	raw, err := seccompProgram(seccompOpts{NoFallocate: noFallocate})
 	if err != nil {
 		t.Skip(err)
 	}
@@ -156,6 +156,55 @@ func TestSeccompProgram(t *testing.T) {
 			if got, _ := vm.Run(seccompInput(arch, sc.nr, args...)); got != eperm {
 				t.Errorf("syscall %d with a set-id mode: got %#x, want EPERM", sc.nr, got)
 			}
+		}
+	}
+}
+
+// A run writing a tree as its owner (an idmapped writable root) gives no
+// entry to the group or others: chmod to a group- or other-writable mode,
+// and setting extended attributes (ACLs) are refused; umask is not (shells
+// read it with umask(0));
+// every other run may.
+func TestSeccompOwnerWrites(t *testing.T) {
+	arch, _ := auditArch()
+	eopnotsupp := int(unix.SECCOMP_RET_ERRNO | uint32(unix.EOPNOTSUPP))
+	eperm := int(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	allow := int(unix.SECCOMP_RET_ALLOW)
+	vm := func(owner bool) *bpf.VM {
+		raw, err := seccompProgram(seccompOpts{OwnerWrites: owner})
+		if err != nil {
+			t.Skip(err)
+		}
+		insts, _ := bpf.Disassemble(raw)
+		v, err := bpf.NewVM(insts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name         string
+		in           []byte
+		owner, other int
+	}{
+		{"fchmodat 0777", seccompInput(arch, unix.SYS_FCHMODAT, uint64(0xffffff9c), 0, 0o777), eperm, allow},
+		{"fchmod 0775", seccompInput(arch, unix.SYS_FCHMOD, 3, 0o775), eperm, allow},
+		{"fchmodat2 0757", seccompInput(arch, unix.SYS_FCHMODAT2, 3, 0, 0o757, 0), eperm, allow},
+		{"fchmodat 0755", seccompInput(arch, unix.SYS_FCHMODAT, 3, 0, 0o755), allow, allow},
+		{"fchmod 01755", seccompInput(arch, unix.SYS_FCHMOD, 3, 0o1755), allow, allow},
+		{"setxattr", seccompInput(arch, unix.SYS_SETXATTR), eopnotsupp, allow},
+		{"fsetxattr", seccompInput(arch, unix.SYS_FSETXATTR), eopnotsupp, allow},
+		{"removexattr", seccompInput(arch, unix.SYS_LREMOVEXATTR), eopnotsupp, allow},
+		{"mknodat fifo 0666", seccompInput(arch, unix.SYS_MKNODAT, 3, 0, unix.S_IFIFO|0o666), allow, allow},
+		{"openat O_CREAT 0666", seccompInput(arch, unix.SYS_OPENAT, 3, 0, unix.O_CREAT, 0o666), allow, allow},
+		{"fchmod 04755", seccompInput(arch, unix.SYS_FCHMOD, 3, 0o4755), eperm, eperm},
+		{"umask 0", seccompInput(arch, unix.SYS_UMASK, 0), allow, allow},
+	} {
+		if got, err := vm(true).Run(tc.in); err != nil || got != tc.owner {
+			t.Errorf("%s, writing as the owner: got %#x (%v), want %#x", tc.name, got, err, tc.owner)
+		}
+		if got, err := vm(false).Run(tc.in); err != nil || got != tc.other {
+			t.Errorf("%s: got %#x (%v), want %#x", tc.name, got, err, tc.other)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,9 +54,12 @@ func sweep(plan *Plan, since time.Time) []Violation {
 	if len(plan.Writable) == 0 {
 		return nil
 	}
-	s := &sweeper{plan: plan, protected: map[string]bool{}}
+	s := &sweeper{plan: plan, protected: map[string]bool{}, found: map[string]bool{}}
 	for _, p := range plan.Protected {
 		s.protected[p] = true
+	}
+	for _, p := range plan.ProtectedFound {
+		s.found[p] = true
 	}
 	for _, w := range plan.Writable {
 		d, err := nofollow.OpenDir(w.Src)
@@ -62,6 +67,7 @@ func sweep(plan *Plan, since time.Time) []Violation {
 			continue // gone, or not the directory the plan mounted: nothing of ours to judge
 		}
 		s.root = w
+		s.ownerWritten = slices.Contains(plan.OwnerWritten, w.Src)
 		s.since = since.Add(-timestampSlack(d.Fd()))
 		s.walk(d, "", 0)
 		d.Close()
@@ -70,11 +76,13 @@ func sweep(plan *Plan, since time.Time) []Violation {
 }
 
 type sweeper struct {
-	plan      *Plan
-	protected map[string]bool
-	root      WritableRoot
-	since     time.Time
-	out       []Violation
+	plan         *Plan
+	protected    map[string]bool
+	found        map[string]bool // Plan.ProtectedFound
+	ownerWritten bool            // the root was written as its owner (Plan.OwnerWritten)
+	root         WritableRoot
+	since        time.Time
+	out          []Violation
 }
 
 // changed reports whether the run (or someone during it) created or
@@ -99,6 +107,9 @@ func (s *sweeper) walk(dir *nofollow.Dir, rel string, depth int) {
 				s.judgeProtected(dir, e, crel)
 			}
 			return nil
+		}
+		if s.ownerWritten && e.Type != fs.ModeSymlink {
+			s.tighten(dir, e.Name)
 		}
 		isGitFile := e.Name == ".git" && e.Type == 0
 		if fsys.IsMandatoryDenied(crel, isGitFile) {
@@ -157,6 +168,10 @@ func (s *sweeper) judgeProtected(dir *nofollow.Dir, e nofollow.Entry, rel string
 	if parent == ".git" || strings.HasPrefix(base, ".claude") || parent == ".claude" {
 		rule = "mandatory write-deny: " + path.Join(parent, base)
 	}
+	// A protected name that was not there when the run was planned is the
+	// run's, however old its change time: renaming a directory into
+	// place changes the directory's ctime, not its files'.
+	isNew := !s.found[filepath.Join(s.root.Dst, rel)]
 	switch {
 	case st.Mode.IsDir():
 		sub, err := dir.Sub(e.Name)
@@ -164,10 +179,10 @@ func (s *sweeper) judgeProtected(dir *nofollow.Dir, e nofollow.Entry, rel string
 			return
 		}
 		hooks := parent == ".git" && base == "hooks"
-		removed := s.prune(sub, hooks, 1)
+		removed := s.prune(sub, hooks, isNew, 1)
 		empty := isEmpty(sub)
 		sub.Close()
-		if st2, err := dir.Lstat(e.Name); err == nil && empty && s.changed(st2) && !hooks {
+		if st2, err := dir.Lstat(e.Name); err == nil && empty && (isNew || s.changed(st2)) && !hooks {
 			if dir.Remove(e.Name) == nil {
 				removed = append(removed, ".")
 			}
@@ -179,7 +194,7 @@ func (s *sweeper) judgeProtected(dir *nofollow.Dir, e nofollow.Entry, rel string
 			}
 			s.report(rel, rule, what)
 		}
-	case !s.changed(st):
+	case !isNew && !s.changed(st):
 		return
 	case st.Mode.IsRegular() && parent == ".git" && base == "config":
 		b, err := dir.ReadFile(e.Name, maxGitConfigBytes)
@@ -215,7 +230,7 @@ func (s *sweeper) judgeDenied(dir *nofollow.Dir, e nofollow.Entry, rel, glob str
 		if err != nil {
 			return
 		}
-		removed := s.prune(sub, false, 1)
+		removed := s.prune(sub, false, false, 1)
 		empty := isEmpty(sub)
 		sub.Close()
 		if st2, err := dir.Lstat(e.Name); err == nil && empty && s.changed(st2) && dir.Remove(e.Name) == nil {
@@ -234,7 +249,8 @@ func (s *sweeper) judgeDenied(dir *nofollow.Dir, e nofollow.Entry, rel, glob str
 // prune removes, inside a protected directory, every entry the run
 // created or changed (new hook samples excepted in .git/hooks: git never
 // runs them), and returns their names.
-func (s *sweeper) prune(dir *nofollow.Dir, hooks bool, depth int) []string {
+func (s *sweeper) prune(dir *nofollow.Dir, hooks, all bool, depth int) []string {
+	changed := func(st nofollow.Stat) bool { return all || s.changed(st) }
 	var removed []string
 	_ = dir.ReadDir(func(e nofollow.Entry) error {
 		st, err := dir.Lstat(e.Name)
@@ -243,7 +259,7 @@ func (s *sweeper) prune(dir *nofollow.Dir, hooks bool, depth int) []string {
 		}
 		if st.Mode.IsDir() {
 			if depth+1 >= maxSweepDepth {
-				if s.changed(st) && dir.RemoveAll(e.Name) == nil {
+				if changed(st) && dir.RemoveAll(e.Name) == nil {
 					removed = append(removed, e.Name)
 				}
 				return nil
@@ -252,10 +268,10 @@ func (s *sweeper) prune(dir *nofollow.Dir, hooks bool, depth int) []string {
 			if err != nil {
 				return nil
 			}
-			inner := s.prune(sub, false, depth+1)
+			inner := s.prune(sub, false, all, depth+1)
 			empty := isEmpty(sub)
 			sub.Close()
-			if hooks && (len(inner) > 0 || s.changed(st)) {
+			if hooks && (len(inner) > 0 || changed(st)) {
 				// git runs nothing from a directory in hooks, but a
 				// hook script could: it goes whole.
 				if dir.RemoveAll(e.Name) == nil {
@@ -263,7 +279,7 @@ func (s *sweeper) prune(dir *nofollow.Dir, hooks bool, depth int) []string {
 				}
 				return nil
 			}
-			if len(inner) > 0 || (empty && s.changed(st)) {
+			if len(inner) > 0 || (empty && changed(st)) {
 				if empty && dir.Remove(e.Name) == nil {
 					removed = append(removed, e.Name)
 				} else if len(inner) > 0 {
@@ -272,7 +288,7 @@ func (s *sweeper) prune(dir *nofollow.Dir, hooks bool, depth int) []string {
 			}
 			return nil
 		}
-		if !s.changed(st) {
+		if !changed(st) {
 			return nil
 		}
 		if hooks && st.Mode.IsRegular() && strings.HasSuffix(e.Name, ".sample") {
@@ -320,11 +336,20 @@ func safeGitConfig(b []byte) bool { return unsafeGitConfigKey(b) == "" }
 // line it cannot parse), "" if none. The result is for tests: the sweep
 // never puts it in an event, since it is text the sandbox wrote.
 func unsafeGitConfigKey(b []byte) string {
+	// Strict where git is lenient: a line git could read otherwise than
+	// this loop does (a header followed by more on its line, a value
+	// continued on the next line with a backslash, a key or section name
+	// git would not write) is unsafe, so that what is kept is what git
+	// init, clone and config write, read the way git reads it.
 	section := ""
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 4096), maxGitConfigBytes)
 	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+		raw := strings.TrimRight(sc.Text(), " \t\r")
+		if strings.HasSuffix(raw, "\\") {
+			return "?"
+		}
+		line := strings.TrimSpace(raw)
 		if line == "" || line[0] == '#' || line[0] == ';' {
 			continue
 		}
@@ -333,19 +358,25 @@ func unsafeGitConfigKey(b []byte) string {
 			if end < 0 {
 				return "?"
 			}
-			hdr := strings.TrimSpace(line[1:end])
-			name, _, hasSub := strings.Cut(hdr, " ")
+			if rest := strings.TrimSpace(line[end+1:]); rest != "" && rest[0] != '#' && rest[0] != ';' {
+				return "?"
+			}
+			name, sub, hasSub := strings.Cut(strings.TrimSpace(line[1:end]), " ")
+			if !gitName.MatchString(name) || hasSub && !gitSubsection.MatchString(strings.TrimSpace(sub)) {
+				return "?"
+			}
 			section = strings.ToLower(name)
 			if hasSub {
 				section += ".*"
 			}
-			line = strings.TrimSpace(line[end+1:])
-			if line == "" {
-				continue
-			}
+			continue
 		}
 		key, _, _ := strings.Cut(line, "=")
-		full := section + "." + strings.ToLower(strings.TrimSpace(key))
+		key = strings.TrimSpace(key)
+		if !gitKey.MatchString(key) {
+			return "?"
+		}
+		full := section + "." + strings.ToLower(key)
 		ok := false
 		for _, k := range safeGitKeys {
 			if k == full || (strings.HasSuffix(k, ".*") && strings.HasPrefix(full, strings.TrimSuffix(k, "*"))) {
@@ -362,3 +393,11 @@ func unsafeGitConfigKey(b []byte) string {
 	}
 	return ""
 }
+
+// What git itself writes in a config: section names, quoted subsections
+// without quotes or backslashes inside, and key names.
+var (
+	gitName       = regexp.MustCompile(`^[A-Za-z0-9.-]+$`)
+	gitSubsection = regexp.MustCompile(`^"[^"\\]*"$`)
+	gitKey        = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*$`)
+)

@@ -26,6 +26,8 @@ func TestSweep(t *testing.T) {
 	mk("a/b/c/d/e/.git/hooks/pre-commit", "user's hook")
 	mk("a/b/c/d/e/.vscode/settings.json", "user's")
 	mk("a/b/c/d/f/.vscode/settings.json", "user's")
+	mk("staged/hooks/post-checkout", "evil, made by an earlier run")
+	mk("staged/vscode/tasks.json", "evil, made by an earlier run")
 	time.Sleep(100 * time.Millisecond)
 	since := time.Now()
 	// The run.
@@ -40,6 +42,10 @@ func TestSweep(t *testing.T) {
 	mk("x/y/z/q/r/s/t/.claude/commands/evil.md", "evil")
 	mk("a/b/c/d/e/.git/hooks/post-checkout", "evil")
 	mk("a/b/c/d/f/.vscode/settings.json", "tampered")
+	// Renamed into place: the directories' files keep their old times.
+	_ = os.MkdirAll(filepath.Join(w, "renamed", ".git"), 0o755)
+	_ = os.Rename(filepath.Join(w, "staged/hooks"), filepath.Join(w, "renamed/.git/hooks"))
+	_ = os.Rename(filepath.Join(w, "staged/vscode"), filepath.Join(w, "renamed/.vscode"))
 	_ = os.MkdirAll(filepath.Join(w, "linked", ".git"), 0o755)
 	_ = os.Symlink(victim, filepath.Join(w, "linked", ".git", "hooks"))
 	_ = os.Symlink(victim, filepath.Join(w, ".idea"))
@@ -47,12 +53,13 @@ func TestSweep(t *testing.T) {
 	plan := &Plan{
 		Writable:       []WritableRoot{{Src: w, Dst: w}},
 		Protected:      []string{filepath.Join(w, ".bashrc"), filepath.Join(w, "keys/old.key")},
+		ProtectedFound: []string{filepath.Join(w, ".bashrc"), filepath.Join(w, "a/b/c/d/e/.git/hooks"), filepath.Join(w, "a/b/c/d/e/.vscode"), filepath.Join(w, "a/b/c/d/f/.vscode")},
 		DenyWriteGlobs: []string{filepath.Join(w, "keys/*.key"), filepath.Join(w, "keysdir/keep")},
 	}
 	vs := sweep(plan, since)
 	gone := []string{".mcp.json", "sub/.zshrc", "new/.git/hooks/pre-push", "bad/.git/config", "keys/new.key",
 		"x/y/z/q/r/s/t/.claude/commands", "a/b/c/d/e/.git/hooks/post-checkout", "a/b/c/d/f/.vscode/settings.json",
-		"linked/.git/hooks", ".idea", "alias/.git/config"}
+		"linked/.git/hooks", ".idea", "alias/.git/config", "renamed/.git/hooks/post-checkout", "renamed/.vscode/tasks.json"}
 	kept := []string{".bashrc", "new/.git/hooks/pre-commit.sample", "new/.git/config", "keys/old.key", "alias/.git",
 		"a/b/c/d/e/.git/hooks/pre-commit", "a/b/c/d/e/.vscode/settings.json", "keysdir"}
 	for _, g := range gone {
@@ -106,6 +113,11 @@ func TestUnsafeGitConfigKey(t *testing.T) {
 		"[user]\n\tname = x\n[include]\n\tpath = /e\n": "include.path",
 		"# comment\n[init]\n\tdefaultBranch = main\n":  "",
 		"[core\n": "?",
+		// Read otherwise by git than by a lenient parser: both are core.fsmonitor to git.
+		"[advice] [core]\n\tfsmonitor = evil\n":                "?",
+		"[core]\n\teol = lf\\\n[advice]\n\tfsmonitor = evil\n": "?",
+		"[core] fsmonitor = evil\n":                            "?",
+		"[remote \"o\\\"]\n\turl = x\n":                        "?",
 	} {
 		if got := unsafeGitConfigKey([]byte(body)); got != want {
 			t.Errorf("%q: got %q, want %q", body, got, want)
