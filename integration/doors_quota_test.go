@@ -94,8 +94,12 @@ func dqCut(s string) string {
 // kernel's own files), the meaning does not.
 var dqNumber = regexp.MustCompile(`[0-9]+(\.[0-9]+)?( (bytes|KiB|MiB|GiB))?`)
 
-// dqShape is a message without its numbers.
-func dqShape(msg string) string { return dqNumber.ReplaceAllString(strings.TrimSpace(msg), "N") }
+// dqShape is a message without its numbers. Whether the watch stopped the run while it wrote or found it past the
+// quota as it ended ("the run was stopped: " or not) is timing, not the door.
+func dqShape(msg string) string {
+	msg = strings.TrimPrefix(strings.TrimSpace(msg), "the run was stopped: ")
+	return dqNumber.ReplaceAllString(msg, "N")
+}
 
 // dqListing is a door's listing of a workspace: name -> size.
 type dqListing map[string]int64
