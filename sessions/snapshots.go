@@ -203,6 +203,22 @@ func (s *Registry) promiseSnapshot(principal string, need, budget int64) (releas
 	}, nil
 }
 
+// reservedCopy sizes a copy into dir's filesystem (size), reserves that
+// room (reserveCopy) and makes the copy (fill, given the size) while it is
+// held.
+func (s *Registry) reservedCopy(dir, what string, size func() (int64, error), fill func(need int64) error) error {
+	need, err := size()
+	if err != nil {
+		return err
+	}
+	done, err := s.reserveCopy(dir, need, what)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return fill(need)
+}
+
 // reserveCopy admits a copy of need bytes into dir's filesystem only
 // when, with the copies already under way, it leaves more than the disk's
 // last 5% (at most 1 GiB) free: the running workspaces' sparse images grow
@@ -332,17 +348,16 @@ func (s *Registry) Restore(ss *Session, id string) (*SnapshotInfo, error) {
 	}
 	if info.Tree {
 		err := s.replaceTrees(ss, func(next string) error {
-			need, err := treeSize(dir)
-			if err != nil {
-				return sessErr("internal_error", "reading the snapshot's size: %s", hostless(err))
-			}
-			done, err := s.reserveCopy(ss.Dir, need, "restoring this snapshot")
-			if err != nil {
+			return s.reservedCopy(ss.Dir, "restoring this snapshot", func() (int64, error) {
+				n, err := treeSize(dir)
+				if err != nil {
+					return 0, sessErr("internal_error", "reading the snapshot's size: %s", hostless(err))
+				}
+				return n, nil
+			}, func(need int64) error {
+				_, err := copyTreesFrom(dir, next, need+(1<<20))
 				return err
-			}
-			defer done()
-			_, err = copyTreesFrom(dir, next, need+(1<<20))
-			return err
+			})
 		})
 		if err != nil {
 			return nil, err
@@ -351,19 +366,18 @@ func (s *Registry) Restore(ss *Session, id string) (*SnapshotInfo, error) {
 	}
 	src := filepath.Join(dir, "image")
 	err = s.replaceImage(ss, func(next string) error {
-		need, err := volume.Allocated(src)
-		if err != nil {
-			return sessErr("internal_error", "reading the snapshot's size: %s", hostless(err))
-		}
-		done, err := s.reserveCopy(ss.Dir, need, "restoring this snapshot")
-		if err != nil {
-			return err
-		}
-		defer done()
-		if err := copySparse(src, next); err != nil {
-			return fullOr(err, "copying the snapshot")
-		}
-		return nil
+		return s.reservedCopy(ss.Dir, "restoring this snapshot", func() (int64, error) {
+			n, err := volume.Allocated(src)
+			if err != nil {
+				return 0, sessErr("internal_error", "reading the snapshot's size: %s", hostless(err))
+			}
+			return n, nil
+		}, func(int64) error {
+			if err := copySparse(src, next); err != nil {
+				return fullOr(err, "copying the snapshot")
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -382,30 +396,20 @@ func (s *Registry) Fork(src, dst *Session, busy func()) error {
 	}
 	if !src.volume {
 		return s.replaceTrees(dst, func(next string) error {
-			need, err := s.copyBytes(src)
-			if err != nil {
+			return s.reservedCopy(dst.Dir, "a fork of this workspace", func() (int64, error) { return s.copyBytes(src) }, func(need int64) error {
+				_, err := s.copyTrees(src, next, need)
 				return err
-			}
-			done, err := s.reserveCopy(dst.Dir, need, "a fork of this workspace")
-			if err != nil {
-				return err
-			}
-			defer done()
-			_, err = s.copyTrees(src, next, need)
-			return err
+			})
 		})
 	}
 	return s.replaceImage(dst, func(next string) error {
-		need, err := imageBytes(src)
-		if err != nil {
-			return sessErr("internal_error", "reading the workspace's size: %s", hostless(err))
-		}
-		done, err := s.reserveCopy(dst.Dir, need, "a fork of this workspace")
-		if err != nil {
-			return err
-		}
-		defer done()
-		return copyFrozen(src, next, busy)
+		return s.reservedCopy(dst.Dir, "a fork of this workspace", func() (int64, error) {
+			n, err := imageBytes(src)
+			if err != nil {
+				return 0, sessErr("internal_error", "reading the workspace's size: %s", hostless(err))
+			}
+			return n, nil
+		}, func(int64) error { return copyFrozen(src, next, busy) })
 	})
 }
 
