@@ -37,6 +37,18 @@ func (f *Filesystem) MandatoryDenyPaths() []string {
 	return out
 }
 
+// MandatoryBelow lists the mandatory names directly inside a directory
+// named dir (".git", ".claude"): "hooks", "config", ... for ".git".
+func (f *Filesystem) MandatoryBelow(dir string) []string {
+	var out []string
+	for _, p := range f.MandatoryDenyPaths() {
+		if rest, ok := strings.CutPrefix(p, dir+"/"); ok && !strings.Contains(rest, "/") {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
 // IsMandatoryDenied reports whether rel (a slash-separated path relative to a
 // writable root) is, or lies inside, a mandatory write-denied name. When
 // .git is a file (a worktree or submodule pointer) the ".git" file itself is

@@ -813,10 +813,7 @@ func (r *resolver) findProtected(root string) ([]protectedName, error) {
 				return nil
 			}
 			if name == ".git" && e.IsDir() || name == ".claude" && e.IsDir() {
-				subs := []string{"hooks", "config", "commondir", "config.worktree", "worktrees"}
-				if name == ".claude" {
-					subs = []string{"commands", "agents"}
-				}
+				subs := f.MandatoryBelow(name)
 				sub, err := dir.Sub(name)
 				if err != nil {
 					return nil

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/srt-mcp/srt-mcp/nofollow"
 )
 
 // heldUnlinked is what the session's processes hold in its workspace and
@@ -53,7 +55,7 @@ func (ss *Session) heldUnlinked() int64 {
 		id := fileID{st.Dev, st.Ino}
 		if !seen[id] {
 			seen[id] = true
-			held += max(st.Blocks*512, st.Size)
+			held += Charge(nofollow.StatOf(st))
 		}
 	}
 	for _, pid := range names {
@@ -125,7 +127,7 @@ func heldMapped(proc string, ours func(uint64) bool, seen map[fileID]bool) int64
 		if unix.Stat(proc+"/map_files/"+f[0], &st) == nil && st.Dev == dev && st.Ino == ino {
 			if st.Nlink == 0 && st.Mode&unix.S_IFMT == unix.S_IFREG {
 				seen[fileID{dev, ino}] = true
-				held += max(st.Blocks*512, st.Size)
+				held += Charge(nofollow.StatOf(&st))
 			}
 			continue
 		}
