@@ -32,18 +32,24 @@ import (
 // at least) before mapping; better still, never map owner uid 0 at all
 // (refuse a root-owned writable root, as before the feature, and say which
 // chown makes it work), since root ownership is what turns this into root.
+// copyProgram writes a copy of /bin/true at dst with mode.
+func copyProgram(t *testing.T, dst string, mode os.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestHostileIdmapMmapKeepsSetUID(t *testing.T) {
 	parallel(t)
 	requireRootIdmap(t)
 	dir := rootProject(t)
 	bin := filepath.Join(dir, "helper")
-	orig, err := os.ReadFile("/bin/true")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, orig, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	copyProgram(t, bin, 0o755)
 	if err := os.Chmod(bin, os.ModeSetuid|0o755); err != nil { // set-uid root, as installed by root
 		t.Fatal(err)
 	}

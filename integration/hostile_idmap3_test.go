@@ -20,11 +20,17 @@ import (
 // hostGit runs git as root in dir the way an operator would after a run
 // (no global or system config, so that only the repository's own counts),
 // and returns its combined output.
-func hostGit(t *testing.T, dir string, args ...string) string {
+// requireGit skips a test that needs git on the host.
+func requireGit(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
+}
+
+func hostGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	requireGit(t)
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@b", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@b")
@@ -105,9 +111,7 @@ echo planted`, marker)
 func TestHostileIdmapHardLinkedGitConfig(t *testing.T) {
 	parallel(t)
 	requireRootIdmap(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	requireGit(t)
 	repo := rootProject(t)
 	marker := filepath.Join(filepath.Dir(repo), "ran-as-root")
 	r := sh(t, repo, []string{"--allow-write", repo}, `git init -q . && ln .git/config notes.txt && echo linked`)
@@ -153,13 +157,7 @@ func TestHostileIdmapCapabilityWithoutExecBit(t *testing.T) {
 	requireRootIdmap(t)
 	dir := rootProject(t)
 	bin := filepath.Join(dir, "staged")
-	orig, err := os.ReadFile("/bin/true")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, orig, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	copyProgram(t, bin, 0o644)
 	// struct vfs_cap_data, revision 2, effective, permitted = CAP_NET_RAW (13).
 	caps := make([]byte, 20)
 	binary.LittleEndian.PutUint32(caps[0:], 0x02000000|0x1)

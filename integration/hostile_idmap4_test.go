@@ -53,9 +53,7 @@ import (
 func TestHostileIdmapGitConfigParser(t *testing.T) {
 	parallel(t)
 	requireRootIdmap(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	requireGit(t)
 	for _, tc := range []struct{ name, config string }{
 		{"two headers on one line", `[core]\n\trepositoryformatversion = 0\n\tbare = false\n[advice] [core]\n\tfsmonitor = "id -u > %s; false"\n`},
 		{"a continued value", `[core]\n\trepositoryformatversion = 0\n\tbare = false\n\teol = lf\\\n[advice]\n\tfsmonitor = "id -u > %s; false"\n`},
@@ -108,9 +106,7 @@ func TestHostileIdmapGitConfigParser(t *testing.T) {
 func TestHostileIdmapRenamedIntoGit(t *testing.T) {
 	parallel(t)
 	requireRootIdmap(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	requireGit(t)
 	repo := rootProject(t)
 	marker := filepath.Join(filepath.Dir(repo), "ran-as-root")
 	r := sh(t, repo, []string{"--allow-write", repo}, fmt.Sprintf(`set -e
@@ -158,9 +154,7 @@ echo prepared`, marker))
 func TestHostileIdmapSubmoduleGitdir(t *testing.T) {
 	parallel(t)
 	requireRootIdmap(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	requireGit(t)
 	upstream := rootProject(t)
 	hostGit(t, upstream, "init", "-q", ".")
 	if err := os.WriteFile(filepath.Join(upstream, "f"), []byte("x\n"), 0o644); err != nil {
@@ -230,9 +224,7 @@ echo planted`, marker, hookMarker))
 func TestHostileIdmapLoosenedProtectedDir(t *testing.T) {
 	parallel(t)
 	requireRootIdmap(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	requireGit(t)
 	repo := reachableProject(t)
 	hostGit(t, repo, "init", "-q", ".")
 	hostGit(t, repo, "commit", "-q", "--allow-empty", "-m", "init")
