@@ -28,6 +28,9 @@ func Narrow(ceiling, call Policy, cwd, home string) (Policy, error) {
 	over := func(field, value, msg string) error {
 		return &Error{Code: CodeExceedsCeiling, Field: field, Value: value, Message: msg}
 	}
+	if call.Credentials != nil && call.Credentials.Use == nil {
+		return out, over("credentials", "", "credentials are declared by the operator; a call lists the names it uses, such as [\"GH_TOKEN\"]")
+	}
 	if err := call.Validate(); err != nil {
 		return out, err
 	}
@@ -53,6 +56,9 @@ func Narrow(ceiling, call Policy, cwd, home string) (Policy, error) {
 		out.Network.AllowedDomains = append([]string(nil), n.AllowedDomains...)
 	}
 	out.Network.DeniedDomains = append(append([]string(nil), c.DeniedDomains...), n.DeniedDomains...)
+	if err := narrowEgress(&out, call); err != nil {
+		return out, err
+	}
 
 	f, cf := call.Filesystem, ceiling.Filesystem
 	writeRoots := expandAll(cf.AllowWrite, cwd, home)

@@ -29,6 +29,9 @@ type Policy struct {
 	Filesystem Filesystem `json:"filesystem"`
 	Network    Network    `json:"network"`
 	Limits     Limits     `json:"limits"`
+	// Credentials are the operator's secrets the sandbox must not read
+	// (srt's credentials section); nil: none.
+	Credentials *Credentials `json:"credentials,omitempty"`
 }
 
 // Filesystem is the path policy, with the field names of seed 002's
@@ -67,6 +70,31 @@ type Network struct {
 	// Hosts pins names to addresses, like /etc/hosts for the proxy only
 	// (the guard still applies). Operator-level: a call may not set it.
 	Hosts map[string]string `json:"hosts,omitempty"`
+
+	// The rest are srt 0.0.83's network keys beyond name lists (see
+	// egress.go). DeniedDomainReasons maps a denied_domains entry to the
+	// reason a refused caller is told.
+	DeniedDomainReasons map[string]string `json:"denied_domain_reasons,omitempty"`
+	// DeniedResolvedAddresses are ranges an allowed name must not resolve
+	// to, beyond the guard's.
+	DeniedResolvedAddresses []string      `json:"denied_resolved_addresses,omitempty"`
+	TLSTerminate            *TLSTerminate `json:"tls_terminate,omitempty"`
+	// RefuseOpaqueTunnels refuses every tunnel the proxy cannot see into.
+	RefuseOpaqueTunnels bool `json:"refuse_opaque_tunnels,omitempty"`
+	// RequireHostMatch answers 421 when Host, SNI or an absolute-form
+	// authority disagree with where a request is sent.
+	RequireHostMatch bool `json:"require_host_match,omitempty"`
+	// AmbiguousRequestTarget is "refuse" (""), "asSpelled" or "normalize".
+	AmbiguousRequestTarget string `json:"ambiguous_request_target,omitempty"`
+	// AllowPlaintextHeaderSet lets a rule's set_headers apply in cleartext.
+	AllowPlaintextHeaderSet bool `json:"allow_plaintext_header_set,omitempty"`
+	// StripResponseHeaders are never passed back to the sandbox.
+	StripResponseHeaders []string `json:"strip_response_headers,omitempty"`
+	// RequestRules are the operator's method and path rules per host;
+	// CallRequestRules a call's (Narrow puts them there): a request must
+	// pass both.
+	RequestRules     []RequestRule `json:"request_rules,omitempty"`
+	CallRequestRules []RequestRule `json:"call_request_rules,omitempty"`
 }
 
 // Limits bound one execution's resources. Zero means "no limit" for every
@@ -183,6 +211,9 @@ func (p *Policy) Validate() error {
 		if _, ok := ParseIP(ip); !ok {
 			return &Error{Code: CodeInvalidDomain, Field: "network.hosts." + name, Value: ip, Message: "not an IP address"}
 		}
+	}
+	if err := p.validateEgress(); err != nil {
+		return err
 	}
 	return p.Limits.Validate()
 }

@@ -61,7 +61,13 @@ func ParseSettings(data []byte) (Policy, error) {
 			if err := wantFalse(v, k, "srt-mcp never weakens the sandbox"); err != nil {
 				return p, err
 			}
-		case "ignoreViolations", "ripgrep", "seccomp", "bwrapPath", "socatPath", "javaAgentJarPath", "git", "windows", "credentials":
+		case "credentials":
+			c, err := parseCredentials(v)
+			if err != nil {
+				return p, err
+			}
+			p.Credentials = c
+		case "ignoreViolations", "ripgrep", "seccomp", "bwrapPath", "socatPath", "javaAgentJarPath", "git", "windows":
 			return p, unsupported(k, "this srt setting is not implemented by srt-mcp; remove it")
 		default:
 			return p, settingsErr(k, "unknown key; the top level takes \"network\", \"filesystem\" and \"limits\"")
@@ -108,13 +114,49 @@ func parseNetwork(raw json.RawMessage, n *Network) error {
 			if err := wantFalse(v, field, "sandboxes never reach host sockets or bind host ports"); err != nil {
 				return err
 			}
-		case "allowUnixSockets", "allowMachLookup", "deniedDomainReasons", "deniedResolvedAddresses":
+		case "allowUnixSockets", "allowMachLookup":
 			if !isEmptyJSON(v) {
 				return unsupported(field, "this srt setting is not implemented by srt-mcp; remove it")
 			}
-		case "httpProxyPort", "socksProxyPort", "mitmProxy", "parentProxy", "filterRequest",
-			"allowPlaintextHeaderSet", "stripResponseHeaders", "refuseOpaqueTunnels",
-			"requireHostMatch", "ambiguousRequestTarget", "tlsTerminate":
+		case "deniedDomainReasons", "denied_domain_reasons":
+			if err := strictUnmarshal(v, &n.DeniedDomainReasons, field); err != nil {
+				return err
+			}
+		case "deniedResolvedAddresses", "denied_resolved_addresses":
+			if err := appendList(v, &n.DeniedResolvedAddresses, field); err != nil {
+				return err
+			}
+		case "stripResponseHeaders", "strip_response_headers":
+			if err := appendList(v, &n.StripResponseHeaders, field); err != nil {
+				return err
+			}
+		case "refuseOpaqueTunnels", "refuse_opaque_tunnels":
+			if err := strictUnmarshal(v, &n.RefuseOpaqueTunnels, field); err != nil {
+				return err
+			}
+		case "requireHostMatch", "require_host_match":
+			if err := strictUnmarshal(v, &n.RequireHostMatch, field); err != nil {
+				return err
+			}
+		case "allowPlaintextHeaderSet", "allow_plaintext_header_set":
+			if err := strictUnmarshal(v, &n.AllowPlaintextHeaderSet, field); err != nil {
+				return err
+			}
+		case "ambiguousRequestTarget", "ambiguous_request_target":
+			if err := strictUnmarshal(v, &n.AmbiguousRequestTarget, field); err != nil {
+				return err
+			}
+		case "requestRules", "request_rules":
+			if err := parseRequestRules(v, &n.RequestRules, field); err != nil {
+				return err
+			}
+		case "tlsTerminate", "tls_terminate":
+			t, err := parseTLSTerminate(v, field)
+			if err != nil {
+				return err
+			}
+			n.TLSTerminate = t
+		case "httpProxyPort", "socksProxyPort", "mitmProxy", "parentProxy", "filterRequest":
 			return unsupported(field, "this srt setting is not implemented by srt-mcp; remove it")
 		default:
 			return settingsErr(field, "unknown key; network takes \"allowedDomains\" and \"deniedDomains\"")
@@ -160,6 +202,153 @@ func parseFilesystem(raw json.RawMessage, f *Filesystem) error {
 		*dst = append(*dst, paths...)
 	}
 	return nil
+}
+
+// parseTLSTerminate reads srt's network.tlsTerminate ({} turns it on with
+// every default).
+func parseTLSTerminate(raw json.RawMessage, field string) (*TLSTerminate, error) {
+	obj, err := decodeObject(raw, field)
+	if err != nil {
+		return nil, err
+	}
+	t := &TLSTerminate{}
+	for _, k := range sortedKeys(obj) {
+		v, f := obj[k], field+"."+k
+		switch k {
+		case "caCertPath", "ca_cert_path":
+			err = strictUnmarshal(v, &t.CACertPath, f)
+		case "caKeyPath", "ca_key_path":
+			err = strictUnmarshal(v, &t.CAKeyPath, f)
+		case "excludeDomains", "exclude_domains":
+			err = appendList(v, &t.ExcludeDomains, f)
+		case "extraCaCertPaths", "extra_ca_cert_paths":
+			err = appendList(v, &t.ExtraCACertPaths, f)
+		case "maxTunnels", "max_tunnels":
+			if err = strictUnmarshal(v, &t.MaxTunnels, f); err == nil && t.MaxTunnels == 0 {
+				err = settingsErr(f, "must be an integer from 1 to 65536")
+			}
+		case "handshakeTimeoutMs", "handshake_timeout_ms":
+			if err = strictUnmarshal(v, &t.HandshakeTimeoutMs, f); err == nil && t.HandshakeTimeoutMs == 0 {
+				err = settingsErr(f, "must be an integer from 100 to 600000")
+			}
+		default:
+			err = settingsErr(f, "unknown key; tlsTerminate takes \"caCertPath\", \"caKeyPath\", \"excludeDomains\", \"extraCaCertPaths\", \"maxTunnels\" and \"handshakeTimeoutMs\"")
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// parseRequestRules reads srt-mcp's network.requestRules: a list of
+// {"host", "methods", "paths", "setHeaders"}.
+func parseRequestRules(raw json.RawMessage, dst *[]RequestRule, field string) error {
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return settingsErr(field, "must be a list of rules such as {\"host\": \"api.github.com\", \"methods\": [\"GET\"], \"paths\": [\"/repos/acme/\"]}")
+	}
+	for i, it := range items {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		obj, err := decodeObject(it, f)
+		if err != nil {
+			return err
+		}
+		var r RequestRule
+		for _, k := range sortedKeys(obj) {
+			v, kf := obj[k], f+"."+k
+			switch k {
+			case "host":
+				err = strictUnmarshal(v, &r.Host, kf)
+			case "methods":
+				err = appendList(v, &r.Methods, kf)
+			case "paths":
+				err = appendList(v, &r.Paths, kf)
+			case "setHeaders", "set_headers":
+				err = strictUnmarshal(v, &r.SetHeaders, kf)
+			default:
+				err = settingsErr(kf, "unknown key; a request rule takes \"host\", \"methods\", \"paths\" and \"setHeaders\"")
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if r.Host == "" {
+			return settingsErr(f+".host", "every rule names its host")
+		}
+		*dst = append(*dst, r)
+	}
+	return nil
+}
+
+// parseCredentials reads srt's credentials section. Keys srt-mcp does not
+// implement (structured extraction, JWT claims, AWS re-signing) are errors
+// naming them: a secret the operator thinks is masked must never be passed
+// through as is.
+func parseCredentials(raw json.RawMessage) (*Credentials, error) {
+	obj, err := decodeObject(raw, "credentials")
+	if err != nil {
+		return nil, err
+	}
+	c := &Credentials{}
+	for _, k := range sortedKeys(obj) {
+		v, f := obj[k], "credentials."+k
+		switch k {
+		case "envVars", "env_vars", "files":
+			var items []json.RawMessage
+			if err := json.Unmarshal(v, &items); err != nil {
+				return nil, settingsErr(f, "must be a list of entries such as {\"name\": \"GH_TOKEN\", \"mode\": \"mask\"}")
+			}
+			for i, it := range items {
+				ef := fmt.Sprintf("%s[%d]", f, i)
+				eobj, err := decodeObject(it, ef)
+				if err != nil {
+					return nil, err
+				}
+				var name, mode string
+				var hosts []string
+				for _, ek := range sortedKeys(eobj) {
+					ev, kf := eobj[ek], ef+"."+ek
+					switch {
+					case ek == "name" && k != "files", ek == "path" && k == "files":
+						err = strictUnmarshal(ev, &name, kf)
+					case ek == "mode":
+						err = strictUnmarshal(ev, &mode, kf)
+					case ek == "injectHosts" || ek == "inject_hosts":
+						err = appendList(ev, &hosts, kf)
+					case ek == "extract" || ek == "onExtractNoMatch" || ek == "decode" || ek == "maskClaims" || ek == "maskDuplicates":
+						err = unsupported(kf, "structured masking (extract, decode, maskClaims) is not implemented by srt-mcp: the whole value is masked; remove the key")
+					default:
+						want := "\"name\""
+						if k == "files" {
+							want = "\"path\""
+						}
+						err = settingsErr(kf, "unknown key; an entry takes "+want+", \"mode\" and \"injectHosts\"")
+					}
+					if err != nil {
+						return nil, err
+					}
+				}
+				if name == "" {
+					return nil, settingsErr(ef, "every entry names its source (\"name\" of a variable, \"path\" of a file)")
+				}
+				if k == "files" {
+					c.Files = append(c.Files, CredentialFile{Path: name, Mode: mode, InjectHosts: hosts})
+				} else {
+					c.EnvVars = append(c.EnvVars, CredentialEnv{Name: name, Mode: mode, InjectHosts: hosts})
+				}
+			}
+		case "allowPlaintextInject", "allow_plaintext_inject":
+			if err := strictUnmarshal(v, &c.AllowPlaintextInject, f); err != nil {
+				return nil, err
+			}
+		case "awsPairs", "sigv4":
+			return nil, unsupported(f, "AWS credential re-signing is not implemented by srt-mcp; remove the key (mask the variables as whole values, or keep AWS keys out of the sandbox with mode \"deny\")")
+		default:
+			return nil, settingsErr(f, "unknown key; credentials takes \"envVars\", \"files\" and \"allowPlaintextInject\"")
+		}
+	}
+	return c, nil
 }
 
 // parsePathList accepts srt's entries: a string, or {"path": "...",
@@ -331,6 +520,7 @@ func Merge(p, q Policy) Policy {
 	out.Network.AllowedDomains = append(append([]string{}, p.Network.AllowedDomains...), q.Network.AllowedDomains...)
 	out.Network.DeniedDomains = append(append([]string{}, p.Network.DeniedDomains...), q.Network.DeniedDomains...)
 	out.Network.AllowedIPRanges = append(append([]string{}, p.Network.AllowedIPRanges...), q.Network.AllowedIPRanges...)
+	mergeEgress(&out, q)
 	if len(p.Network.Hosts)+len(q.Network.Hosts) > 0 {
 		out.Network.Hosts = map[string]string{}
 		for k, v := range p.Network.Hosts {

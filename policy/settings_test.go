@@ -106,7 +106,42 @@ var settingsCases = map[string]struct {
 	"unix-sockets-listed.json":   {code: CodeUnsupported, field: "network.allowUnixSockets", mention: []string{"not implemented"}},
 	"proxy-port.json":            {code: CodeUnsupported, field: "network.httpProxyPort"},
 	"filesystem-disabled.json":   {code: CodeUnsupported, field: "filesystem.disabled", mention: []string{"cannot be turned off"}},
-	"credentials.json":           {code: CodeUnsupported, field: "credentials", mention: []string{"not implemented"}},
+	"credentials.json": {want: &Policy{
+		Network: Network{AllowedDomains: []string{"api.github.com", "github.com"}, TLSTerminate: &TLSTerminate{}},
+		Credentials: &Credentials{
+			EnvVars: []CredentialEnv{{Name: "GH_TOKEN", Mode: "mask", InjectHosts: []string{"api.github.com"}}, {Name: "AWS_SECRET_ACCESS_KEY", Mode: "deny"}},
+			Files:   []CredentialFile{{Path: "~/.config/token", Mode: "mask"}},
+		},
+	}},
+	"credentials-extract.json":        {code: CodeUnsupported, field: "credentials.envVars[0].extract", mention: []string{"whole value"}},
+	"credentials-aws.json":            {code: CodeUnsupported, field: "credentials.awsPairs", mention: []string{"not implemented"}},
+	"credentials-mask-cleartext.json": {code: CodeInvalidSettings, field: "credentials", mention: []string{"tlsTerminate", "allowPlaintextInject"}},
+	"credentials-bad-mode.json":       {code: CodeInvalidSettings, field: "credentials.env_vars[0].mode", value: "hide"},
+	"credentials-bad-name.json":       {code: CodeInvalidSettings, field: "credentials.env_vars[0].name", value: "MY-TOKEN"},
+	"tls-terminate-half-ca.json":      {code: CodeInvalidSettings, field: "network.tls_terminate", mention: []string{"go together"}},
+	"tls-terminate-max-tunnels.json":  {code: CodeInvalidSettings, field: "network.tls_terminate.max_tunnels", mention: []string{"1 to 65536"}},
+	"tls-terminate-unknown.json":      {code: CodeInvalidSettings, field: "network.tlsTerminate.mode", mention: []string{"maxTunnels"}},
+	"deny-reason-orphan.json":         {code: CodeInvalidSettings, field: "network.denied_domain_reasons", value: "b.example"},
+	"denied-resolved-bad.json":        {code: CodeInvalidDomain, field: "network.denied_resolved_addresses[0]", value: "[::1]", mention: []string{"unbracketed"}},
+	"ambiguous-bad.json":              {code: CodeInvalidSettings, field: "network.ambiguous_request_target", value: "lenient"},
+	"request-rule-trace.json":         {code: CodeInvalidSettings, field: "network.request_rules[0].methods[0]", value: "TRACE"},
+	"request-rule-dotdot.json":        {code: CodeInvalidSettings, field: "network.request_rules[0].paths[0]", value: "/a/../admin"},
+	"refuse-opaque-no-tls.json":       {code: CodeInvalidSettings, field: "network.refuse_opaque_tunnels", mention: []string{"tlsTerminate"}},
+	"tls-terminate.json": {want: &Policy{Network: Network{
+		AllowedDomains:          []string{"*.example.com", "internal-mtls.example.net"},
+		DeniedDomains:           []string{"github.com:22", "evil.example.com"},
+		DeniedDomainReasons:     map[string]string{"github.com:22": "SSH pushes to GitHub are blocked; use an https:// remote"},
+		DeniedResolvedAddresses: []string{"10.0.0.0/8", "fc00::/7", "192.168.1.1"},
+		TLSTerminate: &TLSTerminate{ExcludeDomains: []string{"internal-mtls.example.net"}, ExtraCACertPaths: []string{"/etc/internal-mtls-roots.pem"},
+			MaxTunnels: 64, HandshakeTimeoutMs: 5000},
+		RequireHostMatch:       true,
+		AmbiguousRequestTarget: "refuse",
+		StripResponseHeaders:   []string{"set-cookie"},
+		RequestRules: []RequestRule{
+			{Host: "api.example.com", Methods: []string{"GET", "HEAD"}, Paths: []string{"/repos/acme/"}},
+			{Host: "uploads.example.com", Methods: []string{"PUT"}, SetHeaders: map[string]string{"X-Org": "acme"}},
+		},
+	}}},
 	"ripgrep.json":               {code: CodeUnsupported, field: "ripgrep"},
 	"search-depth-5.json":        {}, // srt-mcp searches every level: deeper than any value
 	"search-depth-11.json":       {code: CodeInvalidSettings, field: "mandatoryDenySearchDepth", mention: []string{"1 to 10"}},
@@ -140,6 +175,11 @@ func normalize(p Policy) Policy {
 	if len(p.Network.Hosts) == 0 {
 		p.Network.Hosts = nil
 	}
+	if len(p.Network.DeniedDomainReasons) == 0 {
+		p.Network.DeniedDomainReasons = nil
+	}
+	fix(&p.Network.DeniedResolvedAddresses)
+	fix(&p.Network.StripResponseHeaders)
 	return p
 }
 
