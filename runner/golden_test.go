@@ -95,9 +95,14 @@ func TestGoldenBwrapArgs(t *testing.T) {
 }
 
 func TestGoldenSeatbelt(t *testing.T) {
+	const tmp = "/private/var/folders/xy/T/srt-mcp-1"
 	for name, plan := range goldenPlans {
-		checkGolden(t, name+".sb", SeatbeltProfile(plan, SeatbeltOptions{TmpDir: "/private/var/folders/xy/T/srt-mcp-1", ProxyPorts: []int{41000}}))
+		// No allow-list: no network at all.
+		checkGolden(t, name+".sb", SeatbeltProfile(plan, SeatbeltOptions{TmpDir: tmp}))
 	}
+	// An allow-list: the proxy's HTTP and SOCKS5 ports on loopback, as
+	// loopbackListeners returns them, and nothing else.
+	checkGolden(t, "policy-network.sb", SeatbeltProfile(goldenPlans["policy"], SeatbeltOptions{TmpDir: tmp, ProxyPorts: []int{49152, 49153}}))
 }
 
 // TestBwrapPosture pins the non-negotiable options independent of goldens.

@@ -16,12 +16,13 @@ import (
 const sandboxExec = "/usr/bin/sandbox-exec"
 
 type seatbeltProc struct {
-	cmd      *exec.Cmd
-	tmp      string
-	mu       sync.Mutex
-	killed   bool
-	waitDone chan struct{}
-	res      procResult
+	cmd       *exec.Cmd
+	tmp       string
+	listeners []*os.File // [HTTP, SOCKS5] proxy listeners; nil: no network
+	mu        sync.Mutex
+	killed    bool
+	waitDone  chan struct{}
+	res       procResult
 }
 
 // launch runs the command under sandbox-exec with a profile built from the
@@ -29,22 +30,42 @@ type seatbeltProc struct {
 // file and network access, the private /tmp is a fresh host directory, and
 // the process group carries signals. Limits are set by ulimit in a /bin/sh
 // wrapper inside the sandbox, so they bind the command, not the runner.
+// With a network allow-list the runner opens the proxy's listeners on the
+// host's loopback and the profile lets the command connect to those two
+// ports and nothing else, as srt does.
 func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*os.File, opts Options) (sandboxProc, error) {
 	if _, err := os.Stat(sandboxExec); err != nil {
 		return nil, errorf(ErrCodeUnavailable, "%s is missing; srt-mcp needs macOS's built-in sandbox", sandboxExec)
 	}
-	if e := seatbeltRefusal(cfg, opts.Egress != nil && len(r.spec.Policy.Network.AllowedDomains) > 0); e != nil {
+	if e := seatbeltRefusal(cfg); e != nil {
 		return nil, e
 	}
-	tmp, err := os.MkdirTemp("", "srt-mcp-")
+	var listeners []*os.File
+	var ports []int
+	if opts.Egress != nil && len(r.spec.Policy.Network.AllowedDomains) > 0 {
+		var err error
+		if listeners, ports, err = loopbackListeners(); err != nil {
+			return nil, errorf(ErrCodeSandboxFailed, "network proxy listeners: %v", err)
+		}
+		cfg.Env = seatbeltProxyEnv(cfg.Env, ports[0], ports[1])
+	}
+	made, err := os.MkdirTemp("", "srt-mcp-")
 	if err != nil {
+		closeFiles(listeners)
 		return nil, errorf(ErrCodeInternal, "private tmp: %v", err)
 	}
-	if tmp, err = filepath.EvalSymlinks(tmp); err != nil { // /tmp is /private/tmp
+	// What the run made goes when it does not start.
+	cleanup := func() {
+		closeFiles(listeners)
+		os.RemoveAll(made)
+	}
+	tmp, err := filepath.EvalSymlinks(made) // /tmp is /private/tmp
+	if err != nil {
+		cleanup()
 		return nil, errorf(ErrCodeInternal, "private tmp: %v", err)
 	}
 	_ = os.MkdirAll(tmp+"/home", 0o700)
-	profile := SeatbeltProfile(plan, SeatbeltOptions{TmpDir: tmp})
+	profile := SeatbeltProfile(plan, SeatbeltOptions{TmpDir: tmp, ProxyPorts: ports})
 	script := "ulimit -c 0"
 	if cfg.Limits.NProc > 0 {
 		script += "; ulimit -u " + strconv.FormatUint(cfg.Limits.NProc, 10)
@@ -75,7 +96,7 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	if u, ok := r.sandboxIdentity(); ok {
 		// As root, the command runs as the unprivileged sandbox user.
 		if err := u.Check(); err != nil {
-			os.RemoveAll(tmp)
+			cleanup()
 			return nil, errorf(ErrCodeInvalidSpec, "%v", err)
 		}
 		_ = os.Chown(tmp, u.UID, u.GID)
@@ -87,7 +108,7 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	if r.spec.Report { // fd 3 of the command (sandbox-exec and sh pass it on)
 		rr, rw, err := os.Pipe()
 		if err != nil {
-			os.RemoveAll(tmp)
+			cleanup()
 			return nil, errorf(ErrCodeInternal, "pipe: %v", err)
 		}
 		reportW, reportCh = rw, readReport(rr)
@@ -98,10 +119,10 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		reportW.Close()
 	}
 	if err != nil {
-		os.RemoveAll(tmp)
+		cleanup()
 		return nil, errorf(ErrCodeSandboxFailed, "sandbox-exec: %v", err)
 	}
-	p := &seatbeltProc{cmd: cmd, tmp: tmp, waitDone: make(chan struct{})}
+	p := &seatbeltProc{cmd: cmd, tmp: tmp, listeners: listeners, waitDone: make(chan struct{})}
 	go func() {
 		<-ctx.Done()
 		p.kill()
@@ -136,9 +157,9 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 
 func (p *seatbeltProc) terminal() *os.File { return nil }
 
-// proxyListeners: on macOS the network stays closed for now (the profile
-// denies network*); the proxy is Linux-only.
-func (p *seatbeltProc) proxyListeners() []*os.File { return nil }
+// proxyListeners are the runner's own loopback listeners (loopbackListeners),
+// nil without an allow-list; the caller owns them.
+func (p *seatbeltProc) proxyListeners() []*os.File { return p.listeners }
 
 // ptyInsideSandbox: macOS has no devpts of its own per sandbox; the runner
 // opens the terminal.

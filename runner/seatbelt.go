@@ -79,6 +79,16 @@ func SeatbeltProfile(plan *Plan, o SeatbeltOptions) string {
 	for _, p := range plan.Protected {
 		w("(deny file-write* (subpath %s))", sbString(p))
 	}
+	// The network is srt's restricted form without allowLocalBinding, less
+	// its bind and inbound on the proxy ports (the runner holds those; the
+	// command only connects): connect to the proxy's ports on loopback and
+	// nothing else, no unix socket, and no resolver's mach service above.
+	// The command resolves no names itself; its clients hand them to the
+	// proxy (HTTP absolute-form and CONNECT, socks5h). "localhost" matches
+	// 127.0.0.1 and ::1, not ::ffff:127.0.0.1, so a dual-stack client
+	// (Java) must connect over IPv4, as srt notes. A remote filter, never a
+	// local one: (local ip …) on outbound matches every connect (srt #131,
+	// #225).
 	w("(deny network*)")
 	for _, port := range o.ProxyPorts {
 		w("(allow network-outbound (remote ip \"localhost:%d\"))", port)
