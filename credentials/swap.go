@@ -1,0 +1,267 @@
+package credentials
+
+import (
+	"bytes"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/srt-mcp/srt-mcp/policy"
+)
+
+// Pair is one swap: Old becomes New.
+type Pair struct{ Old, New []byte }
+
+// Swapper holds one run's secrets for the proxy.
+type Swapper struct {
+	secrets []Secret
+	hosts   [][]policy.Pattern
+	redact  []Pair // real → stand-in, every secret
+}
+
+// NewSwapper compiles secrets (stand-ins minted) for the proxy.
+func NewSwapper(ss []Secret) *Swapper {
+	w := &Swapper{secrets: ss}
+	for _, s := range ss {
+		var ps []policy.Pattern
+		for _, h := range s.InjectHosts {
+			if p, err := policy.ParsePattern(h, false); err == nil {
+				ps = append(ps, p)
+			}
+		}
+		w.hosts = append(w.hosts, ps)
+		w.redact = append(w.redact, Pair{Old: []byte(s.Value), New: []byte(s.Standin)})
+	}
+	return w
+}
+
+// Empty reports whether there is nothing to swap.
+func (w *Swapper) Empty() bool { return w == nil || len(w.secrets) == 0 }
+
+// InjectableAt reports whether any secret may be sent to host:port.
+func (w *Swapper) InjectableAt(host string, port int) bool {
+	return len(w.forHost(host, port)) > 0
+}
+
+// forHost returns the indexes of the secrets whose inject hosts cover
+// host:port.
+func (w *Swapper) forHost(host string, port int) []int {
+	if w.Empty() {
+		return nil
+	}
+	h, err := policy.CanonicalHost(host)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for i, ps := range w.hosts {
+		for _, p := range ps {
+			if p.Match(h, port) {
+				out = append(out, i)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Injection is what one request's swap did.
+type Injection struct {
+	// Names of the secrets put into the request.
+	Names []string
+	// Body swaps stand-ins in the request body (nil: none apply here);
+	// BodyNames[i] names Body[i]'s secret.
+	Body      []Pair
+	BodyNames []string
+	// Redact is every swap to undo in the response: each secret's real
+	// value and any encoded form this request carried (a Basic
+	// credential's base64).
+	Redact []Pair
+	// SameLength reports whether every body swap keeps the length.
+	SameLength bool
+}
+
+// InjectRequest puts the real values of the secrets that may go to
+// host:port into r's headers (a Basic credential's decoded user:password
+// too) and query, and returns what it did with the body swaps still to
+// apply. Another secret's stand-in is left as it is: it is worthless
+// anywhere but its own hosts.
+func (w *Swapper) InjectRequest(r *http.Request, host string, port int) Injection {
+	inj := Injection{SameLength: true}
+	if w.Empty() {
+		return inj
+	}
+	inj.Redact = w.redact
+	idx := w.forHost(host, port)
+	if len(idx) == 0 {
+		return inj
+	}
+	used := map[int]bool{}
+	swap := func(s string) string {
+		if !strings.Contains(s, StandinPrefix) {
+			return s
+		}
+		for _, i := range idx {
+			sec := w.secrets[i]
+			if strings.Contains(s, sec.Standin) {
+				s = strings.ReplaceAll(s, sec.Standin, sec.Value)
+				used[i] = true
+			}
+		}
+		return s
+	}
+	var extra []Pair
+	for k, vs := range r.Header {
+		for j, v := range vs {
+			nv := swap(v)
+			if fold := strings.ToLower(k); fold == "authorization" || fold == "proxy-authorization" {
+				if scheme, cred, ok := strings.Cut(nv, " "); ok && strings.EqualFold(scheme, "basic") {
+					if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred)); err == nil {
+						if dec := swap(string(raw)); dec != string(raw) {
+							enc := base64.StdEncoding.EncodeToString([]byte(dec))
+							extra = append(extra, Pair{Old: []byte(enc), New: []byte(strings.TrimSpace(cred))})
+							nv = scheme + " " + enc
+						}
+					}
+				}
+			}
+			vs[j] = nv
+		}
+	}
+	if r.URL != nil && r.URL.RawQuery != "" {
+		r.URL.RawQuery = swap(r.URL.RawQuery)
+	}
+	for _, i := range idx {
+		sec := w.secrets[i]
+		inj.Body = append(inj.Body, Pair{Old: []byte(sec.Standin), New: []byte(sec.Value)})
+		inj.BodyNames = append(inj.BodyNames, sec.Name)
+		if len(sec.Standin) != len(sec.Value) {
+			inj.SameLength = false
+		}
+	}
+	for i := range w.secrets {
+		if used[i] {
+			inj.Names = append(inj.Names, w.secrets[i].Name)
+		}
+	}
+	if len(extra) > 0 {
+		inj.Redact = append(append([]Pair(nil), extra...), w.redact...)
+	}
+	return inj
+}
+
+// RedactHeader swaps real values back to stand-ins in every value of h.
+func RedactHeader(h http.Header, pairs []Pair) {
+	if len(pairs) == 0 {
+		return
+	}
+	for k, vs := range h {
+		for j, v := range vs {
+			for _, p := range pairs {
+				if len(p.Old) > 0 && strings.Contains(v, string(p.Old)) {
+					v = strings.ReplaceAll(v, string(p.Old), string(p.New))
+				}
+			}
+			h[k][j] = v
+		}
+	}
+}
+
+// GrowsOrShrinks reports whether any pair changes length.
+func GrowsOrShrinks(pairs []Pair) bool {
+	for _, p := range pairs {
+		if len(p.Old) != len(p.New) {
+			return true
+		}
+	}
+	return false
+}
+
+// NewReader returns r with every Old of pairs replaced by its New, also
+// across read boundaries. With no pairs it returns r. onSwap, if set, is
+// called with the index of each pair swapped.
+func NewReader(r io.Reader, pairs []Pair, onSwap func(int)) io.Reader {
+	var ps []Pair
+	max := 0
+	for _, p := range pairs {
+		if len(p.Old) == 0 {
+			continue
+		}
+		ps = append(ps, p)
+		if len(p.Old) > max {
+			max = len(p.Old)
+		}
+	}
+	if len(ps) == 0 {
+		return r
+	}
+	return &swapReader{r: r, pairs: ps, keep: max - 1, onSwap: onSwap, buf: make([]byte, 32<<10)}
+}
+
+type swapReader struct {
+	r      io.Reader
+	pairs  []Pair
+	keep   int // bytes held back: a match may start in them
+	onSwap func(int)
+	buf    []byte
+	in     []byte // read, not yet swapped
+	out    []byte // swapped, not yet returned
+	err    error  // the source's error, once it is done
+}
+
+func (s *swapReader) Read(p []byte) (int, error) {
+	for len(s.out) == 0 {
+		if s.err != nil && len(s.in) == 0 {
+			return 0, s.err
+		}
+		if s.err == nil {
+			n, err := s.r.Read(s.buf)
+			s.in = append(s.in, s.buf[:n]...)
+			if err != nil {
+				s.err = err
+			}
+		}
+		s.process()
+	}
+	n := copy(p, s.out)
+	s.out = s.out[n:]
+	if len(s.out) == 0 {
+		s.out = nil
+	}
+	return n, nil
+}
+
+// process moves what can no longer be the start of a match from in to
+// out, swapping whole matches.
+func (s *swapReader) process() {
+	safe := len(s.in) - s.keep
+	if s.err != nil {
+		safe = len(s.in)
+	}
+	if safe <= 0 {
+		return
+	}
+	i := 0
+	for i < safe {
+		at, which := -1, -1
+		for k, p := range s.pairs {
+			j := bytes.Index(s.in[i:], p.Old)
+			if j >= 0 && (at < 0 || j < at) {
+				at, which = j, k
+			}
+		}
+		if at < 0 || i+at >= safe {
+			s.out = append(s.out, s.in[i:safe]...)
+			i = safe
+			break
+		}
+		s.out = append(s.out, s.in[i:i+at]...)
+		s.out = append(s.out, s.pairs[which].New...)
+		if s.onSwap != nil {
+			s.onSwap(which)
+		}
+		i += at + len(s.pairs[which].Old)
+	}
+	s.in = append(s.in[:0], s.in[i:]...)
+}
