@@ -36,6 +36,22 @@ func NewSwapper(ss []Secret) *Swapper {
 	return w
 }
 
+// Secrets returns the secrets (for redacting a message).
+func (w *Swapper) Secrets() []Secret {
+	if w == nil {
+		return nil
+	}
+	return w.secrets
+}
+
+// RedactPairs swaps every real value back to its stand-in.
+func (w *Swapper) RedactPairs() []Pair {
+	if w == nil {
+		return nil
+	}
+	return w.redact
+}
+
 // Empty reports whether there is nothing to swap.
 func (w *Swapper) Empty() bool { return w == nil || len(w.secrets) == 0 }
 

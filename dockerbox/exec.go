@@ -147,7 +147,7 @@ func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event
 			violations = append(violations, v)
 			vmu.Unlock()
 		}
-		egress, err = b.cfg.Egress(n, token, httpL, socksL, func(v runner.Violation) {
+		egress, err = b.cfg.Egress(runner.EgressConfig{Network: n, Token: token}, httpL, socksL, func(v runner.Violation) {
 			vmu.Lock()
 			r := report
 			vmu.Unlock()

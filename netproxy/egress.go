@@ -7,19 +7,24 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/srt-mcp/srt-mcp/credentials"
 	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/printable"
 	"github.com/srt-mcp/srt-mcp/runner"
+	"github.com/srt-mcp/srt-mcp/tlsca"
 )
 
 // Egress starts one execution's proxy on the two listeners the runner
 // opened in its sandbox (httpL for HTTP and CONNECT, socksL for SOCKS5),
-// deciding with n and requiring token, and reports each decision to
-// report as a runner.Violation. The returned Closer stops it and reports
-// the bytes it carried. It is the runner.EgressFunc main hands the runner:
-// the runner opens the listeners, netproxy decides and dials (runner
-// cannot import netproxy, which imports it for Violation).
-func Egress(n policy.Network, token string, httpL, socksL net.Listener, report func(runner.Violation)) (io.Closer, error) {
+// deciding with cfg's network policy and requiring its token, and reports
+// each decision and each request it sees into to report as a
+// runner.Violation. With a CA in cfg it terminates HTTPS tunnels and
+// swaps cfg's credentials. The returned Closer stops it and reports the
+// bytes it carried. It is the runner.EgressFunc main hands the runner: the
+// runner opens the listeners, netproxy decides and dials (runner cannot
+// import netproxy, which imports it for Violation).
+func Egress(cfg runner.EgressConfig, httpL, socksL net.Listener, report func(runner.Violation)) (io.Closer, error) {
+	n := cfg.Network
 	dec, err := policy.NewDecider(n)
 	if err != nil {
 		return nil, err
@@ -32,19 +37,38 @@ func Egress(n policy.Network, token string, httpL, socksL net.Listener, report f
 	if len(n.Hosts) > 0 {
 		res = hostsResolver{hosts: n.Hosts, next: net.DefaultResolver}
 	}
-	p, err := New(Config{
-		Decider: dec, Token: token, Resolver: res, AllowedRanges: ranges,
+	pc := Config{
+		Decider: dec, Token: cfg.Token, Resolver: res, AllowedRanges: ranges, Network: n,
+		AllowPlaintextInject: cfg.AllowPlaintextInject,
 		OnDecision: func(d Decision) {
 			// The host is what the sandbox asked for (SOCKS5 carries any
 			// bytes as a name): it reaches clients and the audit log only
 			// made safe to show.
-			v := runner.Violation{Kind: "network", Decision: "deny", Host: printable.String(d.Host), Port: d.Port, Rule: d.Rule, Protocol: d.Protocol}
+			v := runner.Violation{Kind: "network", Decision: "deny", Host: printable.String(d.Host), Port: d.Port, Rule: d.Rule, Protocol: d.Protocol, Reason: dec.ReasonFor(d.Rule)}
 			if d.Allow {
 				v.Decision = "allow"
 			}
 			report(v)
 		},
-	})
+		OnRequest: func(r Request) {
+			report(runner.Violation{Kind: "request", Decision: r.Decision, Host: printable.String(r.Host), Port: r.Port, Path: r.Path, Rule: r.Rule,
+				Protocol: r.Scheme, Method: r.Method, Status: r.Status, Credentials: r.Credentials, BytesOut: r.BytesOut, BytesIn: r.BytesIn})
+		},
+	}
+	if len(cfg.Secrets) > 0 {
+		pc.Swapper = credentials.NewSwapper(cfg.Secrets)
+	}
+	if n.TLSTerminate != nil && len(cfg.CACert) > 0 {
+		ca, err := tlsca.ParseCA(cfg.CACert, cfg.CAKey)
+		if err != nil {
+			return nil, err
+		}
+		pc.CA = ca
+		if pc.Roots, err = tlsca.UpstreamRoots(n.TLSTerminate.ExtraCACertPaths); err != nil {
+			return nil, err
+		}
+	}
+	p, err := New(pc)
 	if err != nil {
 		return nil, err
 	}

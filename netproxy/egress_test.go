@@ -71,7 +71,7 @@ func TestEgress(t *testing.T) {
 	sl, _ := net.Listen("tcp", "127.0.0.1:0")
 	n := policy.Network{AllowedDomains: []string{"pinned.test:" + port}, AllowedIPRanges: []string{"127.0.0.0/8"},
 		Hosts: map[string]string{"pinned.test": "127.0.0.1"}}
-	closer, err := Egress(n, "tok", hl, sl, report)
+	closer, err := Egress(runner.EgressConfig{Network: n, Token: "tok"}, hl, sl, report)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,10 +97,13 @@ func TestEgress(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(got) != 3 {
-		t.Fatalf("reported %+v, want an allow, a deny and the transfer", got)
+	if len(got) != 4 {
+		t.Fatalf("reported %+v, want an allow, its request, a deny and the transfer", got)
 	}
-	allow, deny, transfer := got[0], got[1], got[2]
+	allow, req, deny, transfer := got[0], got[1], got[2], got[3]
+	if req.Kind != "request" || req.Decision != "allow" || req.Method != "GET" || req.Path != "/" || req.Status != 200 || req.BytesIn != int64(len("hello-through-egress")) || req.Protocol != "http" {
+		t.Errorf("request record: %+v", req)
+	}
 	if allow.Kind != "network" || allow.Decision != "allow" || allow.Host != "pinned.test" || allow.Protocol != "http" ||
 		allow.Rule != "allowed_domains: pinned.test:"+port {
 		t.Errorf("allow: %+v", allow)
@@ -118,7 +121,7 @@ func TestEgressRefusesABadPolicy(t *testing.T) {
 	sl, _ := net.Listen("tcp", "127.0.0.1:0")
 	defer hl.Close()
 	defer sl.Close()
-	_, err := Egress(policy.Network{AllowedDomains: []string{"x.test"}, AllowedIPRanges: []string{"not-a-cidr"}}, "tok", hl, sl,
+	_, err := Egress(runner.EgressConfig{Network: policy.Network{AllowedDomains: []string{"x.test"}, AllowedIPRanges: []string{"not-a-cidr"}}, Token: "tok"}, hl, sl,
 		func(runner.Violation) { t.Error("a report from a proxy that should not have started") })
 	if err == nil {
 		t.Fatal("an invalid allowed_ip_ranges was accepted")

@@ -1,7 +1,6 @@
 package netproxy
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/elazarl/goproxy"
+	"github.com/srt-mcp/srt-mcp/printable"
 )
 
 type targetKey struct{}
@@ -28,71 +27,11 @@ func (p *Proxy) ServeHTTP(l net.Listener) error {
 	if !p.track(l) {
 		return net.ErrClosed
 	}
-	gp := goproxy.NewProxyHttpServer()
-	gp.Logger = log.New(io.Discard, "", 0)
-	gp.Tr = &http.Transport{
-		Proxy: nil, // never chain to a proxy from the environment
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			t, ok := ctx.Value(targetKey{}).(target)
-			if !ok {
-				return nil, fmt.Errorf("netproxy: no checked target for %s", addr)
-			}
-			return p.dial(ctx, t)
-		},
-		ForceAttemptHTTP2:     false,
-		MaxIdleConns:          16,
-		IdleConnTimeout:       30 * time.Second,
-		TLSHandshakeTimeout:   30 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}
-	gp.NonproxyHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "srt-mcp proxy: send proxy requests (absolute URLs or CONNECT)", http.StatusBadRequest)
-	})
-	gp.OnRequest().DoFunc(func(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
-		if !p.tokenOK(req.Header.Get("Proxy-Authorization")) {
-			return req, authRequired(req)
-		}
-		req.Header.Del("Proxy-Authorization")
-		req.Header.Del("Proxy-Connection")
-		host, port, err := splitHostPort(req.URL.Host, defaultPort(req.URL.Scheme))
-		if err != nil || req.URL.Host == "" {
-			return req, textResponse(req, http.StatusBadRequest, "srt-mcp proxy: bad request target "+strconv.Quote(req.URL.Host)+"\n")
-		}
-		t, d := p.check(req.Context(), "http", host, port)
-		if !d.Allow {
-			return req, blocked(req, host, port, d.Rule)
-		}
-		return req.WithContext(context.WithValue(req.Context(), targetKey{}, t)), nil
-	})
-	gp.OnRequest().HandleConnectFunc(func(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
-		req := ctx.Req
-		if !p.tokenOK(req.Header.Get("Proxy-Authorization")) {
-			return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
-				writeRaw(c, authRequired(req))
-				c.Close()
-			}}, hostport
-		}
-		host, port, err := splitHostPort(hostport, 443)
-		if err != nil {
-			return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
-				writeRaw(c, textResponse(req, http.StatusBadRequest, "srt-mcp proxy: bad CONNECT target\n"))
-				c.Close()
-			}}, hostport
-		}
-		t, d := p.check(req.Context(), "connect", host, port)
-		if !d.Allow {
-			return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
-				writeRaw(c, blocked(req, host, port, d.Rule))
-				c.Close()
-			}}, hostport
-		}
-		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, c net.Conn, _ *goproxy.ProxyCtx) {
-			p.tunnel(c, t)
-		}}, hostport
-	})
 	srv := &http.Server{
-		Handler:           gp,
+		Handler:           http.HandlerFunc(p.serveProxy),
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          log.New(io.Discard, "", 0),
 		ConnState: func(c net.Conn, s http.ConnState) {
 			switch s {
@@ -104,6 +43,123 @@ func (p *Proxy) ServeHTTP(l net.Listener) error {
 		},
 	}
 	return srv.Serve(l)
+}
+
+// maxHeaderBytes bounds a request's head, on the proxy and in tunnels.
+const maxHeaderBytes = 256 << 10
+
+func (p *Proxy) serveProxy(w http.ResponseWriter, r *http.Request) {
+	if !p.tokenOK(r.Header.Get("Proxy-Authorization")) {
+		w.Header().Set("Proxy-Authenticate", `Basic realm="srt-mcp"`)
+		refuse(w, http.StatusProxyAuthRequired, "", "srt-mcp proxy: this execution's proxy token is required")
+		return
+	}
+	r.Header.Del("Proxy-Authorization")
+	if r.Method == http.MethodConnect {
+		p.connect(w, r)
+		return
+	}
+	if r.URL.Host == "" || !r.URL.IsAbs() {
+		refuse(w, http.StatusBadRequest, "", "srt-mcp proxy: send proxy requests (absolute URLs or CONNECT)")
+		return
+	}
+	scheme := strings.ToLower(r.URL.Scheme)
+	if scheme != "http" && scheme != "https" {
+		refuse(w, http.StatusBadRequest, "", "srt-mcp proxy: only http:// and https:// URLs are proxied")
+		return
+	}
+	host, port, err := splitHostPort(r.URL.Host, defaultPort(scheme))
+	if err != nil {
+		refuse(w, http.StatusBadRequest, "", "srt-mcp proxy: bad request target "+strconv.Quote(printable.String(r.URL.Host)))
+		return
+	}
+	t, d := p.check(r.Context(), "http", host, port)
+	if !d.Allow {
+		p.blocked(w, host, port, d.Rule)
+		return
+	}
+	// The sandbox sent this in cleartext, whatever the URL's scheme: to
+	// the proxy it is a plain request (srt's rule for header edits and
+	// credentials).
+	p.forward(w, r, hop{scheme: scheme, host: host, port: port, t: t, plain: true})
+}
+
+// connect serves a CONNECT: refused, tunnelled opaquely, or terminated.
+func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
+	host, port, err := splitHostPort(r.RequestURI, 443)
+	if err != nil || host == "" {
+		refuse(w, http.StatusBadRequest, "", "srt-mcp proxy: bad CONNECT target")
+		return
+	}
+	t, d := p.check(r.Context(), "connect", host, port)
+	if !d.Allow {
+		p.blocked(w, host, port, d.Rule)
+		return
+	}
+	terminate := p.terminates(host, port)
+	if !terminate {
+		if why := p.mustSee(host, port); why != "" {
+			p.report(Decision{Protocol: "connect", Host: reported(host), Port: port, Rule: why})
+			refuse(w, http.StatusForbidden, "opaque-tunnel-refused", "srt-mcp: "+why)
+			return
+		}
+	}
+	var release func()
+	if terminate {
+		var ok bool
+		if release, ok = p.tunnelSlot(); !ok {
+			p.report(Decision{Protocol: "connect", Host: reported(host), Port: port, Rule: "too many TLS-terminated tunnels (network.tlsTerminate.maxTunnels)"})
+			refuse(w, http.StatusServiceUnavailable, "too-many-tunnels", "srt-mcp: too many TLS-terminated tunnels are open (network.tlsTerminate.maxTunnels); close some")
+			return
+		}
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		if release != nil {
+			release()
+		}
+		refuse(w, http.StatusInternalServerError, "", "srt-mcp proxy: cannot take over the connection")
+		return
+	}
+	c, brw, err := hj.Hijack()
+	if err != nil {
+		if release != nil {
+			release()
+		}
+		return
+	}
+	// Bytes the client sent after the CONNECT head (a ClientHello sent
+	// without waiting, say) are already buffered.
+	var early []byte
+	if n := brw.Reader.Buffered(); n > 0 {
+		early, _ = brw.Reader.Peek(n)
+		early = append([]byte(nil), early...)
+	}
+	conn := net.Conn(c)
+	if len(early) > 0 {
+		conn = &prefixConn{Conn: c, prefix: early}
+	}
+	if terminate {
+		p.terminate(conn, hop{scheme: "https", host: host, port: port, t: t}, release)
+		return
+	}
+	p.tunnel(conn, t)
+}
+
+// mustSee says why a tunnel to host:port may not be opaque ("" when it
+// may be): a request rule names the host, or the operator refuses every
+// tunnel the proxy cannot see into.
+func (p *Proxy) mustSee(host string, port int) string {
+	if op, call := p.cfg.Network.RulesFor(host, port); len(op)+len(call) > 0 {
+		if p.cfg.CA == nil {
+			return "request rules apply to " + reported(host) + ", and the proxy cannot see into its HTTPS without network.tlsTerminate"
+		}
+		return "request rules apply to " + reported(host) + ", which network.tlsTerminate.excludeDomains keeps opaque"
+	}
+	if p.cfg.Network.RefuseOpaqueTunnels {
+		return "network.refuseOpaqueTunnels: the proxy would not see into this tunnel"
+	}
+	return ""
 }
 
 // tunnel answers an allowed CONNECT and copies bytes both ways. On Linux
@@ -127,6 +183,11 @@ func (p *Proxy) tunnel(client net.Conn, t target) {
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
 		return
 	}
+	pipe(client, up)
+}
+
+// pipe copies both ways until both directions are done.
+func pipe(client, up net.Conn) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -145,6 +206,28 @@ func closeWrite(c net.Conn) {
 	}
 }
 
+// prefixConn replays bytes read ahead before the connection's own.
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (c *prefixConn) Read(b []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(b, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *prefixConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 func defaultPort(scheme string) int {
 	if strings.EqualFold(scheme, "https") {
 		return 443
@@ -152,37 +235,83 @@ func defaultPort(scheme string) int {
 	return 80
 }
 
-func textResponse(req *http.Request, code int, body string) *http.Response {
-	return &http.Response{
-		StatusCode:    code,
-		Status:        fmt.Sprintf("%d %s", code, http.StatusText(code)),
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        http.Header{"Content-Type": {"text/plain; charset=utf-8"}, "Connection": {"close"}},
-		Body:          io.NopCloser(strings.NewReader(body)),
-		ContentLength: int64(len(body)),
-		Request:       req,
+// refuse writes the proxy's own answer: code, the X-Proxy-Error kind, a
+// one-line body, and the connection closed after it.
+func refuse(w http.ResponseWriter, code int, kind, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Connection", "close")
+	if kind != "" {
+		h.Set(BlockedHeader, kind)
 	}
+	w.WriteHeader(code)
+	_, _ = io.WriteString(w, msg+"\n")
 }
 
 // blocked is the refusal every HTTP client shows: 403 with the host, the
-// port and the rule that decided.
-func blocked(req *http.Request, host string, port int, rule string) *http.Response {
-	r := textResponse(req, http.StatusForbidden, fmt.Sprintf("srt-mcp: network access to %s:%d is blocked (%s)\n", host, port, rule))
-	r.Header.Set(BlockedHeader, "blocked-by-allowlist")
-	r.Header.Set("X-Srt-Mcp-Rule", rule)
-	return r
+// port and the rule that decided; an operator's deny reason is the body's
+// first words and, cleaned, the status phrase (what git and curl print).
+func (p *Proxy) blocked(w http.ResponseWriter, host string, port int, rule string) {
+	reason := p.cfg.Decider.ReasonFor(rule)
+	msg := fmt.Sprintf("srt-mcp: network access to %s:%d is blocked (%s)", printable.String(reported(host)), port, rule)
+	if reason != "" {
+		msg = reason + " — " + msg
+	}
+	w.Header().Set("X-Srt-Mcp-Rule", headerSafe(rule))
+	if reason != "" && respondWithPhrase(w, http.StatusForbidden, statusPhrase(reason), "blocked-by-allowlist", msg) {
+		return
+	}
+	refuse(w, http.StatusForbidden, "blocked-by-allowlist", msg)
 }
 
-func authRequired(req *http.Request) *http.Response {
-	r := textResponse(req, http.StatusProxyAuthRequired, "srt-mcp proxy: this execution's proxy token is required\n")
-	r.Header.Set("Proxy-Authenticate", `Basic realm="srt-mcp"`)
-	return r
+// statusPhrase cleans a reason for a status line: ASCII printable only
+// (others become '?'), one line, at most 400 bytes.
+func statusPhrase(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= 400 {
+			break
+		}
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			b.WriteByte(' ')
+		case r < 0x20 || r == 0x7f:
+		case r > 0x7e:
+			b.WriteByte('?')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return strings.TrimSpace(b.String())
 }
 
-func writeRaw(c net.Conn, r *http.Response) {
-	var b bytes.Buffer
-	_ = r.Write(&b)
-	_, _ = c.Write(b.Bytes())
+func headerSafe(s string) string {
+	return statusPhrase(s)
+}
+
+// respondWithPhrase writes a refusal whose status line carries phrase
+// (Go's server always writes the standard one, and a deny reason belongs
+// there: it is what git and many HTTP clients print). It takes the
+// connection over and closes it after the response.
+func respondWithPhrase(w http.ResponseWriter, code int, phrase, kind, msg string) bool {
+	hj, ok := w.(http.Hijacker)
+	if !ok || phrase == "" {
+		return false
+	}
+	h := w.Header().Clone()
+	c, brw, err := hj.Hijack()
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	body := msg + "\n"
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Connection", "close")
+	h.Set(BlockedHeader, kind)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	fmt.Fprintf(brw, "HTTP/1.1 %d %s\r\n", code, phrase)
+	_ = h.Write(brw)
+	_, _ = brw.WriteString("\r\n" + body)
+	_ = brw.Flush()
+	return true
 }

@@ -13,11 +13,13 @@ package netproxy
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http/httputil"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -25,7 +27,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/srt-mcp/srt-mcp/credentials"
 	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/tlsca"
 )
 
 // Decision is one allow or deny, reported to Config.OnDecision.
@@ -58,6 +62,24 @@ type Config struct {
 	OnDecision func(Decision)
 	// DialTimeout bounds each upstream connect (default 30s).
 	DialTimeout time.Duration
+
+	// Network is the policy whose request-level keys (rules, host
+	// matching, ambiguous targets, stripped headers, opaque tunnels)
+	// the proxy applies; Decider decides its names.
+	Network policy.Network
+	// CA, when set, terminates HTTPS tunnels (network.tlsTerminate) to
+	// names not in Network.TLSTerminate.ExcludeDomains.
+	CA *tlsca.CA
+	// Roots verify upstream TLS (nil: the host's roots).
+	Roots *x509.CertPool
+	// Swapper puts the run's masked credentials into requests and takes
+	// them out of responses; nil: none.
+	Swapper *credentials.Swapper
+	// AllowPlaintextInject lets credentials go into cleartext requests.
+	AllowPlaintextInject bool
+	// OnRequest receives every request the proxy saw into (cleartext or
+	// terminated), allowed or refused. It must not block for long.
+	OnRequest func(Request)
 }
 
 // Rules used when the decider allowed a name but its address did not pass.
@@ -76,6 +98,16 @@ type Proxy struct {
 	closed    bool
 
 	bytesOut, bytesIn atomic.Int64 // upstream traffic, all connections
+
+	exclude   []policy.Pattern // tlsTerminate.excludeDomains
+	slots     chan struct{}    // one per terminated tunnel open (maxTunnels)
+	handshake time.Duration
+
+	innerOnce   sync.Once
+	innerSrv    *innerServer
+	reverseOnce sync.Once
+	rp          *httputil.ReverseProxy
+	closers     []func() error
 }
 
 // New checks cfg and returns a Proxy that serves nothing yet.
@@ -89,18 +121,61 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = 30 * time.Second
 	}
-	return &Proxy{cfg: cfg, conns: map[net.Conn]struct{}{}}, nil
+	p := &Proxy{cfg: cfg, conns: map[net.Conn]struct{}{}}
+	t := cfg.Network.TLSTerminate
+	p.slots = make(chan struct{}, t.Tunnels())
+	p.handshake = time.Duration(t.HandshakeMs()) * time.Millisecond
+	if t != nil {
+		for _, d := range t.ExcludeDomains {
+			pat, err := policy.ParsePattern(d, false)
+			if err != nil {
+				return nil, err
+			}
+			p.exclude = append(p.exclude, pat)
+		}
+	}
+	return p, nil
+}
+
+// report sends a connection-level decision to OnDecision.
+func (p *Proxy) report(d Decision) {
+	if p.cfg.OnDecision != nil {
+		p.cfg.OnDecision(d)
+	}
+}
+
+// reportRequest sends a request record to OnRequest.
+func (p *Proxy) reportRequest(r Request) {
+	if r.Time.IsZero() {
+		r.Time = time.Now().UTC()
+	}
+	if p.cfg.OnRequest != nil {
+		p.cfg.OnRequest(r)
+	}
 }
 
 // Close stops every listener and connection.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.closed = true
-	for _, l := range p.listeners {
+	inner, closers, listeners := p.innerSrv, p.closers, p.listeners
+	conns := make([]net.Conn, 0, len(p.conns))
+	for c := range p.conns {
+		conns = append(conns, c)
+	}
+	p.mu.Unlock()
+	// Closing a terminated tunnel untracks it, which takes p.mu: close
+	// everything with the lock released.
+	if inner != nil {
+		inner.Close()
+	}
+	for _, c := range closers {
+		_ = c()
+	}
+	for _, l := range listeners {
 		l.Close()
 	}
-	for c := range p.conns {
+	for _, c := range conns {
 		c.Close()
 	}
 	return nil
@@ -119,12 +194,15 @@ func (p *Proxy) track(l net.Listener) bool {
 
 func (p *Proxy) trackConn(c net.Conn) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		c.Close()
+	closed := p.closed
+	if !closed {
+		p.conns[c] = struct{}{}
+	}
+	p.mu.Unlock()
+	if closed {
+		c.Close() // outside p.mu: a tunnel's Close untracks itself
 		return false
 	}
-	p.conns[c] = struct{}{}
 	return true
 }
 
@@ -187,9 +265,7 @@ func (p *Proxy) check(ctx context.Context, protocol, host string, port int) (tar
 		}
 	}
 	d.Addr = t.addr
-	if p.cfg.OnDecision != nil {
-		p.cfg.OnDecision(d)
-	}
+	p.report(d)
 	return t, d
 }
 

@@ -271,6 +271,9 @@ func parseInetNumber(p string) (uint64, bool) {
 type Decision struct {
 	Allow bool
 	Rule  string // the pattern that decided, or a fixed reason
+	// Reason is the operator's deniedDomainReasons text for the deny
+	// entry that decided, if it has one: what the caller is told.
+	Reason string
 }
 
 // Reasons used in Decision.Rule when no pattern decided.
@@ -283,11 +286,17 @@ const (
 // Decider answers allow/deny for destinations, with deny beating allow.
 type Decider struct {
 	allow, deny []Pattern
+	reasons     map[string]string
+	deniedAddrs []netip.Prefix
 }
 
 // NewDecider compiles a Network policy. It fails on the first invalid entry.
 func NewDecider(n Network) (*Decider, error) {
-	d := &Decider{}
+	d := &Decider{reasons: n.DeniedDomainReasons}
+	var err error
+	if d.deniedAddrs, err = n.DeniedAddressRanges(); err != nil {
+		return nil, err
+	}
 	for i, s := range n.AllowedDomains {
 		p, err := ParsePattern(s, false)
 		if err != nil {
@@ -313,7 +322,7 @@ func (d *Decider) Decide(host string, port int) Decision {
 	}
 	for _, p := range d.deny {
 		if p.Match(h, port) {
-			return Decision{Rule: "denied_domains: " + p.Raw}
+			return Decision{Rule: "denied_domains: " + p.Raw, Reason: d.reasons[p.Raw]}
 		}
 	}
 	if len(d.allow) == 0 {
@@ -327,11 +336,19 @@ func (d *Decider) Decide(host string, port int) Decision {
 	return Decision{Rule: RuleNotAllowed}
 }
 
-// DeniedAddr reports whether a deny entry names the address a (or an IPv4
-// address embedded in it) on port: denied_domains applies to where a name
-// leads, not only to how it is spelled. embedded lists a's IPv4 forms.
+// DeniedAddr reports whether a deny entry or a denied_resolved_addresses
+// range names the address a (or an IPv4 address embedded in it) on port:
+// denied_domains applies to where a name leads, not only to how it is
+// spelled. embedded lists a's IPv4 forms.
 func (d *Decider) DeniedAddr(a netip.Addr, port int, embedded ...netip.Addr) (string, bool) {
 	cands := append([]netip.Addr{a.Unmap()}, embedded...)
+	for _, r := range d.deniedAddrs {
+		for _, c := range cands {
+			if r.Contains(c) {
+				return "denied_resolved_addresses: " + r.String(), true
+			}
+		}
+	}
 	for _, p := range d.deny {
 		if !p.IP.IsValid() && !p.Any {
 			continue
@@ -343,6 +360,12 @@ func (d *Decider) DeniedAddr(a netip.Addr, port int, embedded ...netip.Addr) (st
 		}
 	}
 	return "", false
+}
+
+// ReasonFor returns the operator's reason for a deny rule DeniedAddr or
+// Decide reported ("" when it has none).
+func (d *Decider) ReasonFor(rule string) string {
+	return d.reasons[strings.TrimPrefix(rule, "denied_domains: ")]
 }
 
 // Enabled reports whether any destination could be allowed.

@@ -130,6 +130,10 @@ type PlanInput struct {
 	ProcDir string
 	// Reserved are host paths no entry may name (srt-mcp's own caches).
 	Reserved []string
+	// Overlay are files of the runner's own (the trust bundle, masked
+	// credentials' stand-ins) bound read-only over the view at Dst, after
+	// everything the rules mount there.
+	Overlay []ExtraMount
 	// LinkOwners are uids besides root whose symlinks are followed in
 	// paths that grant access (tests use it for a fake host's links).
 	LinkOwners []int
@@ -279,6 +283,9 @@ func (r *resolver) finish(plan *Plan, cwd string) (*Plan, error) {
 		{Kind: MountDir, Dst: SandboxHome},
 	}
 	fixed = append(fixed, procMounts(in.ProcDir)...)
+	for _, o := range in.Overlay {
+		fixed = append(fixed, Mount{Kind: MountRO, Src: o.Src, Dst: filepath.Clean(o.Dst)})
+	}
 	if r.privateCwd(plan.Cwd) && plan.Cwd != SandboxTmp {
 		fixed = append(fixed, Mount{Kind: MountDir, Dst: plan.Cwd})
 	}

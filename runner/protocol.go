@@ -142,6 +142,10 @@ type Spec struct {
 	// RLIMIT_FSIZE bounds and the watch sees); ld.gold, go build and cp
 	// --sparse go on without it. Linux only (seatbelt has no such rule).
 	NoFallocate bool `json:"no_fallocate,omitempty"`
+	// Egress carries the interception CA and the masked credentials'
+	// values for the run's proxy (see EgressMaterial): never the
+	// sandbox's to see.
+	Egress *EgressMaterial `json:"egress,omitempty"`
 }
 
 // Ceiling lists the host paths a call may read or write at most.
@@ -257,7 +261,14 @@ type Violation struct {
 	Path     string `json:"path,omitempty"`     // filesystem
 	Rule     string `json:"rule,omitempty"`     // the rule that decided
 	Action   string `json:"action,omitempty"`   // what srt-mcp did, e.g. "removed"
-	Protocol string `json:"protocol,omitempty"` // "http", "connect", "socks5"
+	Protocol string `json:"protocol,omitempty"` // "http", "connect", "socks5"; "https" for a terminated tunnel's request
+	// Kind "request": one request the proxy saw into (cleartext or a
+	// terminated tunnel). Path is its path without the query.
+	Method      string   `json:"method,omitempty"`
+	Status      int      `json:"status,omitempty"`
+	Credentials []string `json:"credentials,omitempty"` // names of the secrets put in
+	// Reason is the operator's deny reason (deniedDomainReasons).
+	Reason string `json:"reason,omitempty"`
 	// Decision "transfer", once at the end of a run that used the proxy:
 	// the bytes it carried to and from upstream servers.
 	BytesOut int64 `json:"bytes_out,omitempty"`

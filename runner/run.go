@@ -48,7 +48,7 @@ type Options struct {
 // only that sandbox reaches them). Every allow and deny goes to report.
 // The returned Closer stops it. The netproxy package provides it; the
 // runner does not depend on it.
-type EgressFunc func(n policy.Network, token string, http, socks net.Listener, report func(Violation)) (io.Closer, error)
+type EgressFunc func(cfg EgressConfig, http, socks net.Listener, report func(Violation)) (io.Closer, error)
 
 // In-sandbox proxy ports; the environment points clients at them.
 const (
@@ -72,8 +72,9 @@ type Run struct {
 	timeoutTimer *time.Timer
 	truncated    []string
 
-	proc   sandboxProc
-	egress io.Closer
+	proc       sandboxProc
+	egress     io.Closer
+	egressPrep *egressPrep
 	plan   *Plan
 	cache  string // srt-mcp's private cache directory, "" if none
 	done   chan struct{}
@@ -201,8 +202,17 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 	}
 	ed := etcDir(cache)
 	tr("etcdir")
-	plan, err := BuildPlan(PlanInput{FS: s.Policy.Filesystem, Cwd: s.Cwd, Home: home, Extra: s.Mounts, TmpBytes: s.Policy.Limits.TmpBytes,
-		EtcDir: ed, Ceiling: s.Ceiling, PrivateCwd: s.PrivateCwd, Hide: s.Hide, Reserved: reserved})
+	eg, err := prepareEgress(s, cache, home, opts.Egress != nil)
+	if err != nil {
+		return err
+	}
+	r.egressPrep = eg
+	fsPolicy := s.Policy.Filesystem
+	if len(eg.deny) > 0 {
+		fsPolicy.DenyRead = append(append([]string(nil), fsPolicy.DenyRead...), eg.deny...)
+	}
+	plan, err := BuildPlan(PlanInput{FS: fsPolicy, Cwd: s.Cwd, Home: home, Extra: s.Mounts, TmpBytes: s.Policy.Limits.TmpBytes,
+		EtcDir: ed, Ceiling: s.Ceiling, PrivateCwd: s.PrivateCwd, Hide: s.Hide, Reserved: reserved, Overlay: eg.overlay})
 	tr("planned")
 	if err != nil {
 		return err
@@ -286,10 +296,23 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 	if opts.Egress != nil {
 		token = newToken()
 	}
+	envSpec := *s
+	if len(eg.env)+len(eg.drop) > 0 {
+		envSpec.Env = map[string]string{}
+		for k, v := range s.Env {
+			envSpec.Env[k] = v
+		}
+		for _, k := range eg.drop {
+			delete(envSpec.Env, k)
+		}
+		for k, v := range eg.env {
+			envSpec.Env[k] = v
+		}
+	}
 	cfg := &initConfig{
 		Argv:   s.Argv,
 		Direct: s.Direct,
-		Env:    sandboxEnv(s, token),
+		Env:    sandboxEnv(&envSpec, token),
 		Proxy:  opts.Egress != nil,
 		Cwd:    plan.Cwd,
 		PTY:    s.Stdin == StdinPTY,
@@ -332,7 +355,14 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 			proc.wait()
 			return errorf(ErrCodeSandboxFailed, "network proxy listeners: %v %v", err1, err2)
 		}
-		eg, err := opts.Egress(s.Policy.Network, token, hl, sl, func(v Violation) {
+		ecfg := EgressConfig{Network: s.Policy.Network, Token: token, Secrets: eg.secrets}
+		if s.Policy.Credentials != nil {
+			ecfg.AllowPlaintextInject = s.Policy.Credentials.AllowPlaintextInject
+		}
+		if s.Policy.Network.TLSTerminate != nil && s.Egress != nil {
+			ecfg.CACert, ecfg.CAKey = s.Egress.CACert, s.Egress.CAKey
+		}
+		egress, err := opts.Egress(ecfg, hl, sl, func(v Violation) {
 			r.emit(Event{Type: EventViolation, Violation: &v})
 		})
 		if err != nil {
@@ -342,7 +372,7 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 			proc.wait()
 			return errorf(ErrCodeInvalidPolicy, "network: %v", err)
 		}
-		r.egress = eg
+		r.egress = egress
 	}
 	r.emit(Event{Type: EventReady})
 	if t := s.Policy.Limits.Timeout.Std(); t > 0 {
@@ -497,6 +527,7 @@ func (r *Run) finish(e Event) {
 	if r.egress != nil {
 		r.egress.Close()
 	}
+	r.egressPrep.removeAll()
 	if r.plan != nil {
 		for _, v := range sweep(r.plan, r.start) {
 			v := v

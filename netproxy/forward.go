@@ -1,0 +1,443 @@
+package netproxy
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/srt-mcp/srt-mcp/credentials"
+	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/printable"
+)
+
+// Request is one proxied request as the audit log keeps it: never a
+// query, a header value or a body, and never a secret.
+type Request struct {
+	Time        time.Time `json:"time"`
+	Scheme      string    `json:"scheme"` // "http" (cleartext) or "https" (terminated)
+	Method      string    `json:"method"`
+	Host        string    `json:"host"`
+	Port        int       `json:"port"`
+	Path        string    `json:"path"` // as the client spelled it, without the query
+	Decision    string    `json:"decision"`
+	Rule        string    `json:"rule,omitempty"`
+	Credentials []string  `json:"credentials,omitempty"` // names of the secrets put in
+	Status      int       `json:"status,omitempty"`
+	BytesOut    int64     `json:"bytes_out,omitempty"` // request body sent upstream
+	BytesIn     int64     `json:"bytes_in,omitempty"`  // response body returned
+}
+
+// maxBufferedBody is the most of a request body the proxy holds to give
+// it an exact Content-Length after a swap that changed its length; a
+// larger one goes chunked.
+const maxBufferedBody = 8 << 20
+
+// reqState is one forwarded request's decisions, for the reverse proxy's
+// hooks.
+type reqState struct {
+	h        hop
+	target   string // the path to send, with the query
+	setHdr   map[string]string
+	inject   bool
+	inj      credentials.Injection
+	bodyUsed map[string]bool
+	rec      *Request
+	encErr   string
+}
+
+type stateKey struct{}
+
+// forward judges one request (method, target, rules), swaps credentials
+// in and forwards it over a verified connection, then swaps them out of
+// the response and records it.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, h hop) {
+	scheme := "https"
+	if h.plain {
+		scheme = "http"
+	}
+	path, query := spelledTarget(r)
+	rec := &Request{Time: time.Now().UTC(), Scheme: scheme, Method: printable.String(r.Method), Host: reported(h.host), Port: h.port, Path: printable.String(truncate(path, 512))}
+	deny := func(code int, kind, rule, msg string) {
+		rec.Decision, rec.Rule, rec.Status = "deny", rule, code
+		p.reportRequest(*rec)
+		refuse(w, code, kind, "srt-mcp proxy: "+msg)
+	}
+	if r.Method == "TRACE" || r.Method == "TRACK" {
+		deny(http.StatusMethodNotAllowed, "trace-refused", "TRACE and TRACK are refused", r.Method+" is refused: its response would echo the request's headers, credentials included")
+		return
+	}
+	send := path
+	if path != "*" || r.Method != http.MethodOptions {
+		if !strings.HasPrefix(path, "/") {
+			deny(http.StatusBadRequest, "bad-request-target", "request target not in origin form", "the request target must be a path starting with /")
+			return
+		}
+		norm := policy.NormalizeTarget(path)
+		if norm != path {
+			switch p.cfg.Network.AmbiguousRequestTarget {
+			case policy.TargetNormalize:
+				send = norm
+			case policy.TargetAsSpelled:
+				if strings.HasPrefix(path, "//") {
+					send = norm // an origin-form target cannot start with // on the wire
+				}
+			default:
+				deny(http.StatusBadRequest, "ambiguous-request-target", "network.ambiguousRequestTarget: refuse",
+					fmt.Sprintf("the request target %q reads as %q once normalised (dot segments, %%2e, backslashes or leading slashes); send the normalised path", printable.String(truncate(path, 200)), printable.String(truncate(norm, 200))))
+				return
+			}
+		}
+		op, call := p.cfg.Network.RulesFor(h.host, h.port)
+		setHdr := map[string]string{}
+		for _, set := range []struct {
+			name  string
+			rules []policy.RequestRule
+		}{{"network.requestRules", op}, {"the call's request_rules", call}} {
+			if len(set.rules) == 0 {
+				continue
+			}
+			matched := false
+			for _, rule := range set.rules {
+				if rule.Match(r.Method, norm) {
+					matched = true
+					for k, v := range rule.SetHeaders {
+						setHdr[k] = v
+					}
+					break
+				}
+			}
+			if !matched {
+				deny(http.StatusForbidden, "blocked-by-request-rule", set.name+" for "+reported(h.host),
+					fmt.Sprintf("%s %s on %s is not allowed by %s (%s)", printable.String(r.Method), printable.String(truncate(norm, 200)), reported(h.host), set.name, describeRules(set.rules)))
+				return
+			}
+		}
+		if len(setHdr) > 0 && h.plain && !p.cfg.Network.AllowPlaintextHeaderSet {
+			deny(http.StatusForbidden, "plaintext-header-set", "network.allowPlaintextHeaderSet is off", "a request rule sets headers on "+reported(h.host)+", and this request is cleartext; use https://")
+			return
+		}
+		st := &reqState{h: h, setHdr: setHdr, rec: rec}
+		st.target = send
+		if query != "" {
+			st.target += "?" + query
+		}
+		p.proxyRequest(w, r, st)
+		return
+	}
+	st := &reqState{h: h, target: "*", rec: rec}
+	p.proxyRequest(w, r, st)
+}
+
+func (p *Proxy) proxyRequest(w http.ResponseWriter, r *http.Request, st *reqState) {
+	h := st.h
+	st.inject = !p.cfg.Swapper.Empty() && !h.mismatch && (!h.plain || p.cfg.AllowPlaintextInject)
+	ctx := context.WithValue(r.Context(), targetKey{}, h.t)
+	ctx = context.WithValue(ctx, stateKey{}, st)
+	rw := &recordingWriter{ResponseWriter: w}
+	p.reverse().ServeHTTP(rw, r.WithContext(ctx))
+	st.rec.Decision = "allow"
+	if st.rec.Rule == "" {
+		st.rec.Rule = "allowed"
+	}
+	st.rec.Status = rw.status
+	st.rec.BytesIn = rw.bytes
+	for name := range st.bodyUsed {
+		st.rec.Credentials = appendOnce(st.rec.Credentials, name)
+	}
+	p.reportRequest(*st.rec)
+}
+
+// reverse is the proxy's one reverse proxy; each request's decisions
+// travel in its context.
+func (p *Proxy) reverse() *httputil.ReverseProxy {
+	p.reverseOnce.Do(func() {
+		p.rp = &httputil.ReverseProxy{
+			Transport:      p.upstream(),
+			Rewrite:        p.rewrite,
+			ModifyResponse: p.modifyResponse,
+			ErrorHandler:   p.upstreamError,
+			ErrorLog:       discardLog,
+			FlushInterval:  -1,
+		}
+	})
+	return p.rp
+}
+
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	st := pr.In.Context().Value(stateKey{}).(*reqState)
+	h := st.h
+	out := pr.Out
+	authority := h.host
+	if strings.Contains(authority, ":") {
+		authority = "[" + authority + "]"
+	}
+	if h.port != defaultPort(h.scheme) {
+		authority += ":" + strconv.Itoa(h.port)
+	}
+	u := &url.URL{Scheme: h.scheme, Host: authority}
+	path, query, _ := strings.Cut(st.target, "?")
+	u.Opaque, u.RawQuery = path, query
+	out.URL = u
+	out.Host = pr.In.Host
+	if h.plain {
+		out.Host = authority
+	}
+	for k, v := range st.setHdr {
+		out.Header.Set(k, v)
+	}
+	if !st.inject {
+		return
+	}
+	st.inj = p.cfg.Swapper.InjectRequest(out, h.host, h.port)
+	st.rec.Credentials = append(st.rec.Credentials, st.inj.Names...)
+	if len(st.inj.Body) > 0 && out.Body != nil && out.Body != http.NoBody && out.ContentLength != 0 {
+		st.bodyUsed = map[string]bool{}
+		body := credentials.NewReader(out.Body, st.inj.Body, func(i int) { st.bodyUsed[st.inj.BodyNames[i]] = true })
+		switch {
+		case st.inj.SameLength:
+			out.Body = io.NopCloser(body)
+		case out.ContentLength > 0 && out.ContentLength <= maxBufferedBody:
+			b, err := io.ReadAll(io.LimitReader(body, maxBufferedBody*2))
+			if err != nil {
+				out.Body = io.NopCloser(&errReader{err})
+				break
+			}
+			out.Body = io.NopCloser(bytes.NewReader(b))
+			out.ContentLength = int64(len(b))
+		default:
+			out.Body = io.NopCloser(body)
+			out.ContentLength = -1
+		}
+		out.Header.Del("Content-Length")
+	}
+	if len(st.inj.Names) > 0 || st.bodyUsed != nil {
+		// A response the proxy cannot read cannot be checked for the
+		// value it just sent: ask for identity or gzip only.
+		if strings.Contains(strings.ToLower(out.Header.Get("Accept-Encoding")), "gzip") {
+			out.Header.Set("Accept-Encoding", "gzip")
+		} else {
+			out.Header.Del("Accept-Encoding")
+		}
+	}
+}
+
+func (p *Proxy) modifyResponse(resp *http.Response) error {
+	st := resp.Request.Context().Value(stateKey{}).(*reqState)
+	for _, name := range p.cfg.Network.StripResponseHeaders {
+		fold := foldHeader(name)
+		for k := range resp.Header {
+			if foldHeader(k) == fold {
+				resp.Header.Del(k)
+			}
+		}
+	}
+	if p.cfg.Swapper.Empty() {
+		return nil
+	}
+	pairs := st.inj.Redact
+	if pairs == nil {
+		pairs = p.cfg.Swapper.RedactPairs()
+	}
+	credentials.RedactHeader(resp.Header, pairs)
+	if resp.Body == nil || resp.Body == http.NoBody || resp.Request.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified || resp.StatusCode == http.StatusSwitchingProtocols {
+		return nil
+	}
+	injected := len(st.inj.Names) > 0 || st.bodyUsed != nil
+	body := resp.Body
+	if enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc != "" && enc != "identity" && injected {
+		var dec io.ReadCloser
+		var err error
+		switch enc {
+		case "gzip", "x-gzip":
+			dec, err = gzip.NewReader(body)
+		case "deflate":
+			dec = flate.NewReader(body)
+		default:
+			err = fmt.Errorf("the response is %s-encoded", enc)
+		}
+		if err != nil {
+			body.Close()
+			return fmt.Errorf("cannot check the response for the credential this request carried: %v", err)
+		}
+		body = &readCloser{Reader: dec, close: func() error { dec.Close(); return resp.Body.Close() }}
+		resp.Header.Del("Content-Encoding")
+		resp.Header.Del("Content-Length")
+		resp.ContentLength = -1
+	}
+	orig := body
+	resp.Body = &readCloser{Reader: credentials.NewReader(body, pairs, nil), close: orig.Close}
+	if credentials.GrowsOrShrinks(pairs) {
+		resp.Header.Del("Content-Length")
+		resp.ContentLength = -1
+	}
+	return nil
+}
+
+func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	st, _ := r.Context().Value(stateKey{}).(*reqState)
+	msg := err.Error()
+	if p.cfg.Swapper != nil && st != nil {
+		msg = credentials.Redact(p.cfg.Swapper.Secrets(), msg)
+	}
+	code := http.StatusBadGateway
+	if st != nil {
+		st.rec.Rule = "upstream error"
+	}
+	refuse(w, code, "upstream-failed", "srt-mcp proxy: "+printable.String(truncate(msg, 400)))
+}
+
+// upstream is the transport of every forwarded request: it dials only the
+// address the request's check passed and verifies TLS against the host's
+// roots and the operator's extra CAs.
+func (p *Proxy) upstream() *http.Transport {
+	return &http.Transport{
+		Proxy: nil, // never chain to a proxy from the environment
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			t, ok := ctx.Value(targetKey{}).(target)
+			if !ok {
+				return nil, fmt.Errorf("netproxy: no checked target for %s", addr)
+			}
+			return p.dial(ctx, t)
+		},
+		TLSClientConfig:       upstreamTLS(p.cfg.Roots),
+		ForceAttemptHTTP2:     false,
+		DisableCompression:    true,
+		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       30 * time.Second,
+		TLSHandshakeTimeout:   30 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// spelledTarget returns a request's path as the client wrote it and its
+// query (a fragment cut off).
+func spelledTarget(r *http.Request) (path, query string) {
+	t := r.RequestURI
+	if i := strings.IndexByte(t, '#'); i >= 0 {
+		t = t[:i]
+	}
+	if r.URL.IsAbs() || !strings.HasPrefix(t, "/") && t != "*" {
+		// absolute form: scheme://authority/path?query
+		if i := strings.Index(t, "://"); i >= 0 {
+			rest := t[i+3:]
+			if j := strings.IndexAny(rest, "/?"); j >= 0 {
+				t = rest[j:]
+			} else {
+				t = "/"
+			}
+			if strings.HasPrefix(t, "?") {
+				t = "/" + t
+			}
+		}
+	}
+	path, query, _ = strings.Cut(t, "?")
+	return path, query
+}
+
+// pathOf is a request's path for a record.
+func pathOf(r *http.Request) string {
+	p, _ := spelledTarget(r)
+	return printable.String(truncate(p, 512))
+}
+
+func describeRules(rs []policy.RequestRule) string {
+	var parts []string
+	for _, r := range rs {
+		m := "any method"
+		if len(r.Methods) > 0 {
+			m = strings.Join(r.Methods, "/")
+		}
+		ps := "any path"
+		if len(r.Paths) > 0 {
+			ps = "under " + strings.Join(r.Paths, ", ")
+		}
+		parts = append(parts, m+" "+ps)
+	}
+	return "allowed: " + strings.Join(parts, "; ")
+}
+
+// foldHeader is srt's header-name comparison: case-insensitive, with '-',
+// '_' and '.' alike.
+func foldHeader(s string) string {
+	return strings.NewReplacer("_", "-", ".", "-").Replace(strings.ToLower(s))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+func appendOnce(ss []string, s string) []string {
+	for _, x := range ss {
+		if x == s {
+			return ss
+		}
+	}
+	return append(ss, s)
+}
+
+type readCloser struct {
+	io.Reader
+	close func() error
+}
+
+func (r *readCloser) Close() error { return r.close() }
+
+type errReader struct{ err error }
+
+func (e *errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// recordingWriter notes the status and body bytes of a response.
+type recordingWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *recordingWriter) WriteHeader(code int) {
+	if w.status == 0 || code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recordingWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *recordingWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets the reverse proxy reach the connection (upgrades).
+func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// upstreamTLS verifies every upstream against roots (nil: the host's).
+func upstreamTLS(roots *x509.CertPool) *tls.Config {
+	return &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+}
+
+var discardLog = log.New(io.Discard, "", 0)

@@ -1,0 +1,230 @@
+package netproxy
+
+import (
+	"bufio"
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/srt-mcp/srt-mcp/credentials"
+	"github.com/srt-mcp/srt-mcp/policy"
+)
+
+func TestTerminateDeniedNamesGetNoCertificate(t *testing.T) {
+	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}, DeniedDomains: []string{"denied.example.com"}})
+	// A CONNECT to a denied name is refused before any TLS.
+	c, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := base64.StdEncoding.EncodeToString([]byte("srt:" + h.token))
+	fmt.Fprintf(c, "CONNECT denied.example.com:443 HTTP/1.1\r\nHost: denied.example.com:443\r\nProxy-Authorization: Basic %s\r\n\r\n", auth)
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
+	c.Close()
+	if err != nil || resp.StatusCode != 403 {
+		t.Fatalf("CONNECT to a denied name: %v %v", resp, err)
+	}
+	// An allowed CONNECT whose ClientHello asks for a denied name.
+	raw := h.connect("api.example.com")
+	tc := tls.Client(raw, &tls.Config{RootCAs: h.caPool, ServerName: "denied.example.com"})
+	if err := tc.Handshake(); err == nil {
+		t.Fatal("a tunnel to an allowed name got a certificate for a denied server name")
+	}
+	tc.Close()
+	if n := h.ca.Leaves(); n != 0 {
+		t.Fatalf("%d leaves were minted; a denied name must get none", n)
+	}
+}
+
+func TestTerminateRequireHostMatch(t *testing.T) {
+	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com", "other.example.com"}, RequireHostMatch: true})
+	// The leaf is always the target's: a client asking for another name
+	// fails to verify it.
+	raw := h.connect("api.example.com")
+	tc := tls.Client(raw, &tls.Config{RootCAs: h.caPool, ServerName: "other.example.com"})
+	if err := tc.Handshake(); err == nil {
+		t.Error("with requireHostMatch the leaf must be the CONNECT target's")
+	}
+	tc.Close()
+	// Host header naming another (allowed) host: 421, nothing forwarded.
+	tc = h.tunnel("api.example.com", "api.example.com")
+	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: other.example.com:%s\r\n\r\n", h.upPort)
+	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	tc.Close()
+	if err != nil || resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Fatalf("Host mismatch: %v %v", resp, err)
+	}
+	if len(h.seen) != 0 {
+		t.Fatal("a mismatched request reached the upstream")
+	}
+}
+
+func TestTerminateHostMismatchNeverInjects(t *testing.T) {
+	// Without requireHostMatch a request naming another allowed host goes
+	// on (domain fronting is the operator's call), but a credential for
+	// the target is never put into it.
+	sec := credentialFor("api.example.com")
+	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com", "other.example.com"}}, sec)
+	tc := h.tunnel("api.example.com", "api.example.com")
+	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: other.example.com:%s\r\nAuthorization: Bearer %s\r\n\r\n", h.upPort, h.secrets[0].Standin)
+	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	tc.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v", resp, err)
+	}
+	if got := h.seen[0].Header.Get("Authorization"); got != "Bearer "+h.secrets[0].Standin {
+		t.Fatalf("a request naming another host carried the secret: %q", got)
+	}
+	// And a name the policy does not allow is refused.
+	tc = h.tunnel("api.example.com", "api.example.com")
+	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: elsewhere.example.org\r\n\r\n")
+	resp, err = http.ReadResponse(bufio.NewReader(tc), nil)
+	tc.Close()
+	if err != nil || resp.StatusCode != 403 {
+		t.Fatalf("a Host the policy denies: %v %v", resp, err)
+	}
+}
+
+func TestTerminateReframesSmuggling(t *testing.T) {
+	// Content-Length and Transfer-Encoding both, or a body that holds a
+	// second request: the proxy reads the framing once (chunked wins, RFC
+	// 9112), judges every request it finds by the rules, and sends each
+	// upstream with framing of its own, so no upstream can read a request
+	// into it that the proxy did not judge.
+	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"},
+		RequestRules: []policy.RequestRule{{Host: "api.example.com", Methods: []string{"POST"}, Paths: []string{"/x"}}}})
+	tc := h.tunnel("api.example.com", "api.example.com")
+	defer tc.Close()
+	smuggled := "GET /admin HTTP/1.1\r\nHost: api.example.com\r\n\r\n"
+	body := "0\r\n\r\n" + smuggled
+	fmt.Fprintf(tc, "POST /x HTTP/1.1\r\nHost: api.example.com:%s\r\nContent-Length: %d\r\nTransfer-Encoding: chunked\r\n\r\n%s", h.upPort, len(body), body)
+	br := bufio.NewReader(tc)
+	var codes []int
+	tc.SetReadDeadline(time.Now().Add(3 * time.Second))
+	for i := 0; i < 2; i++ {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			break
+		}
+		io.Copy(io.Discard, resp.Body)
+		codes = append(codes, resp.StatusCode)
+	}
+	if len(codes) != 2 || codes[0] != 200 || codes[1] != 403 {
+		t.Errorf("responses %v, want the POST served and the GET it carried refused by the rule", codes)
+	}
+	for _, r := range h.seen {
+		if r.URL.Path == "/admin" {
+			t.Fatal("the smuggled request reached the upstream")
+		}
+		if len(r.TransferEncoding) > 0 && r.Header.Get("Content-Length") != "" {
+			t.Fatal("the upstream got both framings")
+		}
+	}
+}
+
+func TestTerminateHandshakeDeadline(t *testing.T) {
+	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}, TLSTerminate: &policy.TLSTerminate{HandshakeTimeoutMs: 200, MaxTunnels: 1}})
+	c := h.connect("api.example.com") // and then nothing
+	start := time.Now()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("read from a silent tunnel returned data")
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("a client that never sends its ClientHello was kept %v", d)
+	}
+	c.Close()
+	// The slot came back: the next tunnel works.
+	tc := h.tunnel("api.example.com", "api.example.com")
+	tc.Close()
+}
+
+func TestTerminateMaxTunnels(t *testing.T) {
+	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}, TLSTerminate: &policy.TLSTerminate{MaxTunnels: 2}})
+	a := h.tunnel("api.example.com", "api.example.com")
+	b := h.tunnel("api.example.com", "api.example.com")
+	c, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := base64.StdEncoding.EncodeToString([]byte("srt:" + h.token))
+	fmt.Fprintf(c, "CONNECT api.example.com:%s HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic %s\r\n\r\n", h.upPort, auth)
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
+	c.Close()
+	if err != nil || resp.StatusCode != 503 || resp.Header.Get(BlockedHeader) != "too-many-tunnels" {
+		t.Fatalf("past maxTunnels: %v %v", resp, err)
+	}
+	a.Close()
+	// The slot frees when the tunnel closes (the server sees the close).
+	deadline := time.Now().Add(3 * time.Second)
+	for len(h.p.slots) > 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	d := h.tunnel("api.example.com", "api.example.com")
+	d.Close()
+	b.Close()
+}
+
+func TestOpaqueTunnelRefusedWhenTheProxyMustSee(t *testing.T) {
+	// A host with request rules, excluded from termination: its tunnels
+	// cannot be checked, so they are refused.
+	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"},
+		TLSTerminate: &policy.TLSTerminate{ExcludeDomains: []string{"api.example.com"}},
+		RequestRules: []policy.RequestRule{{Host: "api.example.com", Methods: []string{"GET"}}}})
+	c, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	auth := base64.StdEncoding.EncodeToString([]byte("srt:" + h.token))
+	fmt.Fprintf(c, "CONNECT api.example.com:%s HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic %s\r\n\r\n", h.upPort, auth)
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
+	if err != nil || resp.StatusCode != 403 || !strings.Contains(resp.Header.Get(BlockedHeader), "opaque") {
+		t.Fatalf("%v %v", resp, err)
+	}
+	// A terminated tunnel that does not carry TLS to a ruled host is
+	// closed, not passed through.
+	h2 := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"},
+		RequestRules: []policy.RequestRule{{Host: "api.example.com", Methods: []string{"GET"}}}})
+	raw := h2.connect("api.example.com")
+	fmt.Fprintf(raw, "POST / HTTP/1.1\r\nHost: api.example.com\r\n\r\n")
+	raw.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if n, _ := raw.Read(make([]byte, 64)); n > 0 {
+		t.Error("cleartext inside a tunnel to a ruled host was passed through")
+	}
+	raw.Close()
+	if len(h2.seen) != 0 {
+		t.Error("the upstream saw the request")
+	}
+}
+
+func TestDenyReasonInStatusLine(t *testing.T) {
+	reason := "SSH pushes to GitHub are blocked; use an https:// remote — über"
+	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}, DeniedDomains: []string{"denied.example.com"},
+		DeniedDomainReasons: map[string]string{"denied.example.com": reason}})
+	c, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	auth := base64.StdEncoding.EncodeToString([]byte("srt:" + h.token))
+	fmt.Fprintf(c, "CONNECT denied.example.com:443 HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic %s\r\n\r\n", auth)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "HTTP/1.1 403 SSH pushes to GitHub are blocked; use an https:// remote ? ?ber\r\n"
+	if line != want {
+		t.Fatalf("status line %q, want %q", line, want)
+	}
+}
+
+func credentialFor(host string) credentials.Secret {
+	return credentials.Secret{Name: "TOKEN", Value: "the-real-secret-value-0123456789-abcdefgh", InjectHosts: []string{host}}
+}

@@ -1,0 +1,151 @@
+package runner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+
+	"github.com/srt-mcp/srt-mcp/credentials"
+	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/tlsca"
+)
+
+// EgressMaterial is what the egress proxy needs that the sandbox must
+// never see: the interception CA's key and the real values of masked
+// credentials. It travels only in the spec message to the runner (a pipe),
+// is held in the runner's memory, and is never logged or written down.
+type EgressMaterial struct {
+	CACert  []byte               `json:"ca_cert,omitempty"`
+	CAKey   []byte               `json:"ca_key,omitempty"`
+	Secrets []credentials.Secret `json:"secrets,omitempty"`
+}
+
+// EgressConfig is what one execution's egress filter is started with.
+type EgressConfig struct {
+	Network policy.Network
+	// Token is the per-execution proxy password.
+	Token string
+	// CACert and CAKey terminate TLS (network.tls_terminate); nil: none.
+	CACert, CAKey []byte
+	// Secrets are the masked credentials, stand-ins minted.
+	Secrets []credentials.Secret
+	// AllowPlaintextInject is credentials.allow_plaintext_inject.
+	AllowPlaintextInject bool
+}
+
+// TrustEnv are the variables tools read for their roots instead of the
+// system's (or besides it: NODE_EXTRA_CA_CERTS): each points at the
+// sandbox's bundle when tunnels are terminated.
+var TrustEnv = []string{
+	"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "PIP_CERT",
+	"GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO", "AWS_CA_BUNDLE", "npm_config_cafile", "DENO_CERT",
+	"HEX_CACERTS_PATH", "NIX_SSL_CERT_FILE",
+}
+
+// sandboxBundlePath is where the sandbox finds its roots: the system
+// bundle's own path (so a tool that reads no variable trusts it too), or a
+// fixed path in the sandbox's /tmp on a host without a known one.
+func sandboxBundlePath() string {
+	if p, _ := tlsca.SystemBundle(); p != "" && policy.Within(p, "/etc") {
+		return p
+	}
+	return SandboxTmp + "/.srt-mcp-ca-bundle.pem"
+}
+
+// egressPrep is what Start adds to a run for termination and credentials.
+type egressPrep struct {
+	overlay []ExtraMount      // files bound over the view: the bundle, masked files' stand-ins
+	env     map[string]string // set in the sandbox's environment
+	drop    []string          // removed from it (denied credentials)
+	deny    []string          // host paths hidden (denied credential files)
+	secrets []credentials.Secret
+	cleanup []string // files to remove when the run ends
+}
+
+// prepareEgress mints the stand-ins, writes the trust bundle and the
+// masked files' stand-ins into the runner's private cache, and says what
+// the sandbox sees instead of the real things.
+func prepareEgress(s *Spec, cache, home string, proxy bool) (*egressPrep, error) {
+	p := &egressPrep{env: map[string]string{}}
+	n := s.Policy.Network
+	var m EgressMaterial
+	if s.Egress != nil {
+		m = *s.Egress
+	}
+	if n.TLSTerminate != nil && proxy && len(n.AllowedDomains) > 0 {
+		if len(m.CACert) == 0 || len(m.CAKey) == 0 {
+			return nil, errorf(ErrCodeInvalidSpec, "network.tls_terminate is set but the spec carries no CA")
+		}
+		if cache == "" {
+			return nil, errorf(ErrCodeUnavailable, "TLS termination needs a private cache directory for the sandbox's trust bundle (set XDG_RUNTIME_DIR or HOME)")
+		}
+		bundle := tlsca.TrustBundle(tlsca.CertificatesOnly(m.CACert), n.TLSTerminate.ExtraCACertPaths)
+		sum := sha256.Sum256(bundle)
+		path := filepath.Join(cache, "trust-"+hex.EncodeToString(sum[:8])+".pem")
+		if b, err := os.ReadFile(path); err != nil || string(b) != string(bundle) {
+			if err := writeFileAtomic(path, bundle, 0o644); err != nil {
+				return nil, errorf(ErrCodeInternal, "trust bundle: %v", err)
+			}
+		}
+		dst := sandboxBundlePath()
+		p.overlay = append(p.overlay, ExtraMount{Src: path, Dst: dst})
+		for _, k := range TrustEnv {
+			p.env[k] = dst
+		}
+	}
+	c := s.Policy.Credentials
+	if c == nil {
+		return p, nil
+	}
+	p.secrets = append([]credentials.Secret(nil), m.Secrets...)
+	credentials.MintAll(p.secrets)
+	set, drop := credentials.Env(c, p.secrets)
+	for k, v := range set {
+		p.env[k] = v
+	}
+	p.drop = drop
+	files := map[string]credentials.Secret{}
+	for _, sec := range p.secrets {
+		if sec.File != "" {
+			files[sec.File] = sec
+		}
+	}
+	for _, f := range c.Files {
+		path := policy.ExpandPath(f.Path, "/", home)
+		sec, masked := files[path]
+		if f.Mode != policy.CredentialMask || !masked {
+			p.deny = append(p.deny, path)
+			continue
+		}
+		if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+			p.deny = append(p.deny, path)
+			continue
+		}
+		if cache == "" {
+			return nil, errorf(ErrCodeUnavailable, "a masked credential file needs a private cache directory for its stand-in (set XDG_RUNTIME_DIR or HOME)")
+		}
+		tmp, err := os.CreateTemp(cache, "standin-*")
+		if err != nil {
+			return nil, errorf(ErrCodeInternal, "stand-in file: %v", err)
+		}
+		_, werr := tmp.WriteString(sec.Standin)
+		cerr := tmp.Close()
+		p.cleanup = append(p.cleanup, tmp.Name())
+		if werr != nil || cerr != nil || os.Chmod(tmp.Name(), 0o644) != nil {
+			return nil, errorf(ErrCodeInternal, "stand-in file: %v %v", werr, cerr)
+		}
+		p.overlay = append(p.overlay, ExtraMount{Src: tmp.Name(), Dst: path})
+	}
+	return p, nil
+}
+
+// removeAll deletes the run's stand-in files.
+func (p *egressPrep) removeAll() {
+	if p == nil {
+		return
+	}
+	for _, f := range p.cleanup {
+		os.Remove(f)
+	}
+}
