@@ -75,10 +75,10 @@ type Run struct {
 	proc       sandboxProc
 	egress     io.Closer
 	egressPrep *egressPrep
-	plan   *Plan
-	cache  string // srt-mcp's private cache directory, "" if none
-	done   chan struct{}
-	term   Event
+	plan       *Plan
+	cache      string // srt-mcp's private cache directory, "" if none
+	done       chan struct{}
+	term       Event
 }
 
 // sandboxProc is the platform's handle on a started sandbox.
