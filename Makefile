@@ -15,7 +15,7 @@ APT_LANGS := nodejs node-typescript gcc g++ libc6-dev golang-go default-jdk-head
             r-base-core gfortran gdc
 APT_RUN  := bubblewrap python3 python3-pandas python3-numpy python3-matplotlib python3-seaborn \
             python3-reportlab python3-openpyxl python3-scipy python3-pip $(APT_LANGS)
-APT_TEST := $(APT_RUN) python3-pip util-linux procps git curl ca-certificates chromium haproxy
+APT_TEST := $(APT_RUN) python3-pip python3-requests util-linux procps git curl ca-certificates chromium haproxy
 
 .PHONY: server-image run test build deps deps-test clients check unit integration bench clean docker-up docker-down image assets
 

@@ -96,10 +96,16 @@ type nwResult struct {
 // splits the event stream back into stdout, stderr and events.
 func nwRun(t *testing.T, cwd string, flags []string, argv ...string) nwResult {
 	t.Helper()
+	return nwRunEnv(t, cwd, nil, flags, argv...)
+}
+
+// nwRunEnv is nwRun with env added to srt-mcp exec's own environment.
+func nwRunEnv(t *testing.T, cwd string, env []string, flags []string, argv ...string) nwResult {
+	t.Helper()
 	args := append([]string{"exec", "--json", "--cwd", cwd}, flags...)
 	args = append(append(args, "--"), argv...)
 	cmd := exec.Command(nwBin(t), args...)
-	cmd.Env = append(os.Environ(), "HOME="+cwd)
+	cmd.Env = append(append(os.Environ(), "HOME="+cwd), env...)
 	if os.Getenv("XDG_CACHE_HOME") == "" && os.Getenv("HOME") != "" {
 		// srt-mcp's private cache (the sandbox's /etc mirror) stays in the
 		// suite's home, not in each test's tree (HOME is the tree here).

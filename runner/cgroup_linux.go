@@ -296,6 +296,22 @@ func cgroupParents() []string {
 	return append(out, filepath.Join(cgroupRoot, "cpu"))
 }
 
+// cgroupBoundsMemory reports whether a root run's cgroup enforces l's
+// memory limit: always on v2 (memory.max is written or the run fails),
+// on v1 where the memory hierarchy is mounted.
+func cgroupBoundsMemory(l policy.Limits) bool {
+	if l.MaxMemoryBytes <= 0 {
+		return false
+	}
+	switch CgroupMode() {
+	case "v1":
+		return v1Memory()
+	case "v2":
+		return true
+	}
+	return false
+}
+
 // v1Hierarchies names the v1 hierarchies a sandbox with limits l gets a
 // directory in: pids for a process limit, memory for a memory limit, and
 // cpu always, the last two where that hierarchy is mounted.

@@ -149,3 +149,47 @@ func (p *egressPrep) removeAll() {
 		os.Remove(f)
 	}
 }
+
+// NewEgressMaterial gathers what a run of p needs beyond its policy: the
+// interception CA when p terminates TLS (the operator's files, else the
+// one kept in caDir, made on first use), and the values of p's masked
+// credentials (read through getenv and from files; home expands "~").
+// It returns nil when p needs neither.
+func NewEgressMaterial(p policy.Policy, caDir string, getenv func(string) (string, bool), home string) (*EgressMaterial, error) {
+	var m EgressMaterial
+	if t := p.Network.TLSTerminate; t != nil && len(p.Network.AllowedDomains) > 0 {
+		var err error
+		switch {
+		case t.CACertPath != "":
+			m.CACert, m.CAKey, err = tlsca.LoadCAFiles(policy.ExpandPath(t.CACertPath, "/", home), policy.ExpandPath(t.CAKeyPath, "/", home))
+		case caDir == "":
+			err = errorf(ErrCodeUnavailable, "no private directory to keep the TLS interception CA in; set network.tlsTerminate.caCertPath and caKeyPath")
+		default:
+			m.CACert, m.CAKey, err = tlsca.LoadOrCreateCA(caDir)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if t.CACertPath != "" {
+			if _, err := tlsca.ParseCA(m.CACert, m.CAKey); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(p.Network.AllowedDomains) == 0 {
+		return nilIfEmpty(&m), nil // no way out: the values have nowhere to go
+	}
+	secrets, err := credentials.Resolve(p.Credentials, p.Network.AllowedDomains, getenv, home)
+	if err != nil {
+		return nil, err
+	}
+	m.Secrets = secrets
+	return nilIfEmpty(&m), nil
+}
+
+func nilIfEmpty(m *EgressMaterial) *EgressMaterial {
+	if len(m.CACert) == 0 && len(m.Secrets) == 0 {
+		return nil
+	}
+	return m
+}

@@ -82,6 +82,13 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	cfg.Stdio, cfg.PID = [3]int{fdStdin, fdStdout, fdStderr}, 2
 	if prep != nil {
 		cfg.CgroupTasks = selfMoves(r.spec.Policy.Limits)
+		if cgroupBoundsMemory(r.spec.Policy.Limits) {
+			// The cgroup bounds the sandbox's memory (the run fails when it
+			// cannot): RLIMIT_AS would only add a bound on address space,
+			// which 64-bit WebAssembly runtimes (Node's fetch, V8, wasmtime)
+			// reserve by the gigabyte without using.
+			cfg.Limits.AS = 0
+		}
 	}
 	if !asPID1 {
 		cfg.Landlock = LandlockABI()

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -354,7 +355,8 @@ func Run(ctx context.Context, o Options) error {
 	metrics.BindRunners(pool.Idle)
 	svc := service.New(service.Config{
 		Ceiling: o.Ceiling, DefaultTimeout: def, Home: o.Home, Logger: logger, Hide: []string{o.StateDir, reg.PersistDir()},
-		Sessions: reg, Backend: runOn, Python: o.Python, Node: o.Node,
+		EgressCADir: filepath.Join(o.StateDir, "egress-ca"),
+		Sessions:    reg, Backend: runOn, Python: o.Python, Node: o.Node,
 		ExecTimeout: o.ExecTimeout, MaxOutputBytes: o.MaxOutputBytes,
 		MaxCodeBytes: o.MaxCodeBytes, MaxUploadBytes: o.MaxUploadBytes, MaxArtifactRead: o.MaxArtifactRead,
 		WorkspaceQuota: o.WorkspaceQuota, MaxSessionsPerCaller: o.MaxSessionsPerCaller,

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/srt-mcp/srt-mcp/backend"
+	"github.com/srt-mcp/srt-mcp/credentials"
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/kernel"
 	"github.com/srt-mcp/srt-mcp/policy"
@@ -558,6 +559,10 @@ func (s *Service) starter(ss *sessions.Session, q *runWatch) executions.Starter 
 	noFallocate := s.watched(ss)
 	return func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
 		spec.NoFallocate = spec.NoFallocate || noFallocate
+		spec, err := s.withEgress(spec)
+		if err != nil {
+			return nil, err
+		}
 		h, err := s.backend.Start(&box, spec, q.wrap(sink))
 		if err == nil {
 			q.attach(h, false)
@@ -569,7 +574,25 @@ func (s *Service) starter(ss *sessions.Session, q *runWatch) executions.Starter 
 // sandbox starts a run in a sandbox of its own on the backend (a command
 // without a session, a stateless cell, the readiness probe).
 func (s *Service) sandbox(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+	spec, err := s.withEgress(spec)
+	if err != nil {
+		return nil, err
+	}
 	return s.backend.Start(nil, spec, sink)
+}
+
+// withEgress adds what the run's proxy needs beyond the policy: the
+// interception CA (the operator's, or the server's in its state
+// directory) and the values of the masked credentials the run may use,
+// read from the server's environment now (a variable the operator
+// rotates applies to the next run).
+func (s *Service) withEgress(spec runner.Spec) (runner.Spec, error) {
+	m, err := runner.NewEgressMaterial(spec.Policy, s.cfg.EgressCADir, credentials.LookupEnv, s.cfg.Home)
+	if err != nil {
+		return spec, err
+	}
+	spec.Egress = m
+	return spec, nil
 }
 
 // dataPolicy is the policy of code runs: no network, no host paths beyond

@@ -41,6 +41,10 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// Home expands "~" in policies (the server's home).
 	Home string
+	// EgressCADir keeps the TLS interception CA the server makes when the
+	// operator gives none (network.tlsTerminate): key 0600, in the state
+	// directory no sandbox sees.
+	EgressCADir string
 	// Shell runs commands: Shell + ["-c", command] (/bin/bash).
 	Shell string
 	// Hide are host paths no sandbox may see (the state directory).

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/srt-mcp/srt-mcp/credentials"
 	"github.com/srt-mcp/srt-mcp/netproxy"
 	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/runner"
@@ -232,9 +233,20 @@ func execSpec(c *cli.Context, argv []string) (*runner.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The interception CA is kept in the caller's private cache directory
+	// (the trust bundle built from it is then the same run after run);
+	// masked credentials are read from srt-mcp exec's own environment.
+	caDir := ""
+	if root, err := runner.CacheRoot(""); err == nil && root != "" {
+		caDir = filepath.Join(root, "egress-ca")
+	}
+	material, err := runner.NewEgressMaterial(p, caDir, credentials.LookupEnv, home)
+	if err != nil {
+		return nil, flagError(err)
+	}
 	return &runner.Spec{
 		Version: runner.SpecVersion, ID: uuid.NewString(), Argv: argv, Cwd: cwd, Home: home,
-		Env: env, Policy: p, Stdin: stdin, Init: c.String("init"), User: user,
+		Env: env, Policy: p, Stdin: stdin, Init: c.String("init"), User: user, Egress: material,
 	}, nil
 }
 
