@@ -13,6 +13,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha1"
 	"crypto/sha512"
 	"encoding/base64"
@@ -29,6 +30,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // egSecret is the operator's token the tests mask: long, so its stand-in
@@ -335,5 +338,64 @@ echo "--- config"; cat .git/config; grep -r "srtmcp_masked_\|x-access-token" .gi
 	out, err := exec.Command("git", "--git-dir", filepath.Join(work, "repo.git"), "log", "--format=%s", "main").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "push\n") {
 		t.Fatalf("the push did not land: %v %s", err, out)
+	}
+}
+
+func TestEgressServeMCPCredentials(t *testing.T) {
+	parallel(t)
+	nwRequire(t, "curl")
+	up := egStart(t, nil)
+	host := "api.example.com:" + up.port
+	settings := egSettings(t, t.TempDir(), up, []string{"api.example.com"}, nil) // the server trusts only its own user's directories
+	srv, err := startServeEnv(t, []string{"EG_TOKEN=" + egSecret}, append(pinned("api.example.com"), "--allow-domain", host, "--settings", settings)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, srv.url)
+	// The tool's description names what the operator offers, never a value.
+	tools, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	described := false
+	for _, tool := range tools.Tools {
+		b, _ := json.Marshal(tool)
+		if strings.Contains(string(b), egSecret) {
+			t.Fatalf("%s's listing carries the secret", tool.Name)
+		}
+		if tool.Name == "execute_code" && strings.Contains(tool.Description, "EG_TOKEN (api.example.com)") {
+			described = true
+		}
+	}
+	if !described {
+		t.Error("execute_code's description does not name the offered credential")
+	}
+	cmd := `echo "inside=$EG_TOKEN"; curl -sS -H "Authorization: Bearer $EG_TOKEN" https://` + host + `/echo`
+	v, isErr := callTool(t, c, "execute_code", map[string]any{"command": cmd})
+	out := fmt.Sprint(v)
+	if isErr || !strings.Contains(out, "inside=srtmcp_masked_") || !strings.Contains(out, "echo GET /echo auth=[Bearer srtmcp_masked_") {
+		t.Fatalf("execute_code: %v", v)
+	}
+	if strings.Contains(out, egSecret) || !up.sawSecret() {
+		t.Fatalf("the upstream must get the value and the caller never: %v", out)
+	}
+	// A call that uses none of the operator's credentials gets none.
+	v, isErr = callTool(t, c, "execute_code", map[string]any{"command": `echo "inside=[${EG_TOKEN:-unset}]"`, "sandbox_config": map[string]any{"credentials": []string{}}})
+	if isErr || !strings.Contains(fmt.Sprint(v), "inside=[unset]") {
+		t.Fatalf("credentials: [] must withhold it: %v", v)
+	}
+	// One it is not offered is an error naming it.
+	v, isErr = callTool(t, c, "execute_code", map[string]any{"command": "true", "sandbox_config": map[string]any{"credentials": []string{"AWS_SECRET"}}})
+	if !isErr || !strings.HasPrefix(fmt.Sprint(v["error"]), "exceeds_ceiling") || !strings.Contains(fmt.Sprint(v), "AWS_SECRET") {
+		t.Fatalf("an unoffered credential: %v", v)
+	}
+	// A call's request rule narrows: POST refused by the proxy.
+	v, _ = callTool(t, c, "execute_code", map[string]any{"command": `curl -s -o /dev/null -w '%{http_code}' -X POST https://` + host + `/echo`,
+		"sandbox_config": map[string]any{"network": map[string]any{"request_rules": []any{map[string]any{"host": "api.example.com", "methods": []string{"GET"}}}}}})
+	if !strings.Contains(fmt.Sprint(v), "403") {
+		t.Fatalf("a call's request rule: %v", v)
+	}
+	if strings.Contains(srv.logs.String(), egSecret) {
+		t.Fatal("the server's log carries the secret")
 	}
 }

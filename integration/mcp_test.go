@@ -97,6 +97,13 @@ func startServe(t *testing.T, extra ...string) *mcpServer {
 // answers /healthz; a server that does neither within 15 s fails the test.
 func startServeMayRefuse(t *testing.T, extra ...string) (*mcpServer, error) {
 	t.Helper()
+	return startServeEnv(t, nil, extra...)
+}
+
+// startServeEnv is startServeMayRefuse with env added to the server's
+// own environment.
+func startServeEnv(t *testing.T, env []string, extra ...string) (*mcpServer, error) {
+	t.Helper()
 	port := freePort(t)
 	home := reachableTempDir(t)
 	args := append([]string{"serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port)}, extra...)
@@ -107,7 +114,7 @@ func startServeMayRefuse(t *testing.T, extra ...string) (*mcpServer, error) {
 		args = append(args, "--warm-pool", "0") // warm pools have their own test; elsewhere they only add load
 	}
 	cmd := exec.Command(nwBin(t), args...)
-	cmd.Env = append(os.Environ(), "HOME="+home)
+	cmd.Env = append(append(os.Environ(), "HOME="+home), env...)
 	logs := &logBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

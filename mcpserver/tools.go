@@ -31,8 +31,9 @@ type execArgs struct {
 }
 
 type sandboxConfig struct {
-	Network    *service.Network    `json:"network,omitempty"`
-	Filesystem *service.Filesystem `json:"filesystem,omitempty"`
+	Network     *service.Network     `json:"network,omitempty"`
+	Filesystem  *service.Filesystem  `json:"filesystem,omitempty"`
+	Credentials *service.Credentials `json:"credentials,omitempty"`
 }
 
 const sandboxConfigSchema = `{
@@ -41,8 +42,12 @@ const sandboxConfigSchema = `{
   "properties": {
     "network": {"type": "object", "properties": {
       "allowed_domains": {"type": "array", "items": {"type": "string"}, "description": "Hosts the command may reach through the proxy, e.g. [\"pypi.org\", \"*.github.com\", \"api.example.com:443\"]. Empty: no network."},
-      "denied_domains": {"type": "array", "items": {"type": "string"}, "description": "Hosts to refuse even if allowed."}
+      "denied_domains": {"type": "array", "items": {"type": "string"}, "description": "Hosts to refuse even if allowed."},
+      "request_rules": {"type": "array", "description": "Only these requests to a named host, e.g. [{\"host\": \"api.github.com\", \"methods\": [\"GET\"], \"paths\": [\"/repos/acme/\"]}]; applied with the operator's.", "items": {"type": "object", "properties": {
+        "host": {"type": "string"}, "methods": {"type": "array", "items": {"type": "string"}}, "paths": {"type": "array", "items": {"type": "string"}}}, "required": ["host"], "additionalProperties": false}},
+      "require_host_match": {"type": "boolean", "description": "Refuse (421) a request whose Host or TLS name differs from where it goes."}
     }, "additionalProperties": false},
+    "credentials": {"type": "array", "items": {"type": "string"}, "description": "Names of the operator's credentials to use (the tool description lists them); default all. The sandbox sees stand-ins; the proxy sends real values to their hosts only."},
     "filesystem": {"type": "object", "properties": {
       "deny_read": {"type": "array", "items": {"type": "string"}, "description": "Host paths to hide (globs allowed)."},
       "allow_read": {"type": "array", "items": {"type": "string"}, "description": "Host paths to make readable."},
@@ -115,15 +120,26 @@ const idOnlySchema = `{"type": "object", "properties": {
 var executionTools = map[string]bool{"execute_code": true, "execute_code_async": true, "get_execution_output": true,
 	"send_stdin": true, "cancel_execution": true, "list_executions": true, "get_execution_status": true}
 
-func (s *Server) addTools() {
+// addExecTools (re)registers the two tools whose description names the
+// credentials the operator offers: on start and at every settings reload.
+func (s *Server) addExecTools(ceiling service.Policy) {
+	creds := ""
+	if o := service.Offered(ceiling); o != "" {
+		creds = " Credentials offered (sandbox_config.credentials; the sandbox sees stand-ins): " + o + "."
+	}
 	s.mcp.AddTool(mcp.NewToolWithRawSchema("execute_code",
-		"Run a shell command in a fresh OS sandbox and wait for it to finish. Returns execution_id, status, exit_code and the complete output as events [{type, data, ts}]. Output also streams as progress notifications when the request carries a progress token. Use execute_code_async for runs longer than a minute.",
+		"Run a shell command in a fresh OS sandbox and wait for it to finish. Returns execution_id, status, exit_code and the complete output as events [{type, data, ts}]. Output also streams as progress notifications when the request carries a progress token. Use execute_code_async for runs longer than a minute."+creds,
 		execSchema(false)),
 		s.handleExecute(false))
 	s.mcp.AddTool(mcp.NewToolWithRawSchema("execute_code_async",
-		"Start a shell command in a fresh OS sandbox and return its execution_id at once (status \"running\"). Poll with get_execution_output, answer prompts with send_stdin, stop with cancel_execution.",
+		"Start a shell command in a fresh OS sandbox and return its execution_id at once (status \"running\"). Poll with get_execution_output, answer prompts with send_stdin, stop with cancel_execution."+creds,
 		execSchema(true)),
 		s.handleExecute(true))
+}
+
+func (s *Server) addTools() {
+	s.addExecTools(s.svc.Ceiling())
+	s.svc.WatchCeiling(s.addExecTools)
 	s.mcp.AddTool(mcp.NewToolWithRawSchema("get_execution_output",
 		"Get an execution's output events and status. With since_seq (or last_event_id) only newer events are returned; with wait=true the call blocks until the execution finishes (or new output arrives with wait_for=\"output\").",
 		json.RawMessage(`{"type": "object", "properties": {
@@ -319,7 +335,7 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 		ca := service.CommandArgs{Command: a.Command, Cwd: a.WorkingDirectory, Env: a.Environment, Interactive: a.Interactive,
 			Timeout: a.TimeoutSeconds, InSession: a.SessionID != ""}
 		if a.SandboxConfig != nil {
-			ca.Network, ca.Filesystem = a.SandboxConfig.Network, a.SandboxConfig.Filesystem
+			ca.Network, ca.Filesystem, ca.Credentials = a.SandboxConfig.Network, a.SandboxConfig.Filesystem, a.SandboxConfig.Credentials
 		}
 		if _, err := s.svc.CommandSpec(ca); err != nil { // before a session is made for it
 			return toolErr(err), nil

@@ -55,7 +55,6 @@ type reqState struct {
 	inj      credentials.Injection
 	bodyUsed map[string]bool
 	rec      *Request
-	encErr   string
 }
 
 type stateKey struct{}

@@ -120,6 +120,19 @@ func (h *tlsHarness) client() *http.Client {
 	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: h.caPool}}, Timeout: 10 * time.Second}
 }
 
+// waitRequests returns the request records once there are n (a record is
+// made after its response is written, so the client may be ahead).
+func (h *tlsHarness) waitRequests(n int) []Request {
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		h.mu.Lock()
+		rs := append([]Request(nil), h.requests...)
+		h.mu.Unlock()
+		if len(rs) >= n || time.Now().After(deadline) {
+			return rs
+		}
+	}
+}
+
 func (h *tlsHarness) url(host, path string) string { return "https://" + host + ":" + h.upPort + path }
 
 func (h *tlsHarness) do(req *http.Request) (*http.Response, string) {
@@ -153,8 +166,8 @@ func TestTerminateForwardsOverVerifiedTLS(t *testing.T) {
 	if resp.TLS == nil || len(resp.TLS.PeerCertificates[0].Issuer.Organization) == 0 || resp.TLS.PeerCertificates[0].Issuer.Organization[0] != "srt-mcp" {
 		t.Errorf("the client must see the proxy's leaf")
 	}
-	if len(h.requests) != 1 || h.requests[0].Scheme != "https" || h.requests[0].Path != "/hello" || h.requests[0].Status != 200 {
-		t.Errorf("request record: %+v", h.requests)
+	if rs := h.waitRequests(1); len(rs) != 1 || rs[0].Scheme != "https" || rs[0].Path != "/hello" || rs[0].Status != 200 {
+		t.Errorf("request record: %+v", rs)
 	}
 	// Upstream verification: a proxy that does not trust the upstream's
 	// CA refuses to forward.
@@ -184,12 +197,13 @@ func TestTerminateInjectsOnlyTowardsItsHosts(t *testing.T) {
 	if strings.Contains(body, sec.Value) || strings.Contains(resp.Header.Get("X-Echo-Auth"), sec.Value) || !strings.Contains(body, standin) {
 		t.Fatalf("the echoed secret reached the client: %q %q", body, resp.Header.Get("X-Echo-Auth"))
 	}
-	if rec := h.requests[len(h.requests)-1]; len(rec.Credentials) != 1 || rec.Credentials[0] != "GH_TOKEN" {
+	if rs := h.waitRequests(1); len(rs) == 0 || len(rs[len(rs)-1].Credentials) != 1 || rs[len(rs)-1].Credentials[0] != "GH_TOKEN" {
+		rec := rs
 		t.Errorf("the record names the credential put in: %+v", rec)
 	}
 	// Body, with a value of another length (short): re-framed, exact.
 	req, _ := http.NewRequest("POST", h.url("other.example.com", "/upload"), strings.NewReader("token="+otherStandin+"&end"))
-	resp, body = h.do(req)
+	_, body = h.do(req)
 	h.mu.Lock()
 	gotBody := h.seenBody[len(h.seenBody)-1]
 	gotLen := h.seen[len(h.seen)-1].ContentLength

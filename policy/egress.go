@@ -560,6 +560,9 @@ func narrowEgress(out *Policy, call Policy) error {
 		}
 		use[name] = true
 	}
+	if ceil == nil {
+		return nil
+	}
 	cc := *ceil
 	cc.EnvVars = append([]CredentialEnv(nil), ceil.EnvVars...)
 	cc.Files = append([]CredentialFile(nil), ceil.Files...)

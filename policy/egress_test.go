@@ -85,6 +85,9 @@ func TestNarrowEgress(t *testing.T) {
 	if err != nil || out.Credentials.EnvVars[1].Mode != "mask" {
 		t.Errorf("a call naming no credentials gets the operator's: %v %+v", err, out.Credentials)
 	}
+	if out, err := Narrow(Policy{}, Policy{Credentials: &Credentials{Use: []string{}}}, "/tmp", "/root"); err != nil || out.Credentials != nil {
+		t.Errorf("no credentials offered, none asked for: %v %+v", err, out.Credentials)
+	}
 	for js, field := range map[string]string{
 		`{"credentials": ["NOPE"]}`:                                   "credentials[0]",
 		`{"credentials": ["C"]}`:                                      "credentials[0]",

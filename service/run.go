@@ -688,6 +688,10 @@ type Network = policy.Network
 // Filesystem is a call's host-path request (sandbox_config.filesystem).
 type Filesystem = policy.Filesystem
 
+// Credentials is a call's pick of the operator's credentials
+// (sandbox_config.credentials: a list of names).
+type Credentials = policy.Credentials
+
 // CommandArgs are a shell command's run (seed 002's execute_code).
 type CommandArgs struct {
 	Command     string
@@ -697,7 +701,8 @@ type CommandArgs struct {
 	Timeout     *float64 // seconds; nil: DefaultTimeout
 	Network     *policy.Network
 	Filesystem  *policy.Filesystem
-	InSession   bool // the run has a session (its /mnt/data is a valid cwd)
+	Credentials *policy.Credentials // nil: every credential the operator offers
+	InSession   bool                // the run has a session (its /mnt/data is a valid cwd)
 }
 
 // CommandSpec turns a command's arguments into a sandbox spec within the
@@ -723,6 +728,7 @@ func (s *Service) CommandSpec(a CommandArgs) (runner.Spec, error) {
 	if a.Filesystem != nil {
 		call.Filesystem = *a.Filesystem
 	}
+	call.Credentials = a.Credentials
 	timeout := s.cfg.DefaultTimeout
 	if a.Timeout != nil {
 		if *a.Timeout <= 0 {

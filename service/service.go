@@ -109,6 +109,9 @@ type Service struct {
 
 	ceiling atomic.Pointer[policy.Policy] // the operator's, replaced by SetCeiling
 
+	watchMu         sync.Mutex
+	ceilingWatchers []func(policy.Policy)
+
 	rtOnce sync.Once
 	rts    *profiles.Runtimes
 	closed chan struct{}
@@ -241,6 +244,50 @@ func (s *Service) SetCeiling(p policy.Policy) {
 	s.ceiling.Store(&p)
 	s.pool.drain()
 	s.reconcileKernels()
+	s.watchMu.Lock()
+	fs := append([]func(policy.Policy){}, s.ceilingWatchers...)
+	s.watchMu.Unlock()
+	for _, f := range fs {
+		f(p)
+	}
+}
+
+// Policy is the operator's ceiling as a door sees it.
+type Policy = policy.Policy
+
+// WatchCeiling calls f with every new ceiling (a door whose tool
+// descriptions name what the operator offers, say).
+func (s *Service) WatchCeiling(f func(policy.Policy)) {
+	s.watchMu.Lock()
+	s.ceilingWatchers = append(s.ceilingWatchers, f)
+	s.watchMu.Unlock()
+}
+
+// Offered describes the masked credentials a call may use, by name with
+// the hosts each goes to ("" when there are none): never a value.
+func Offered(p policy.Policy) string {
+	c := p.Credentials
+	if c == nil || len(p.Network.AllowedDomains) == 0 {
+		return ""
+	}
+	var parts []string
+	add := func(name string, hosts []string) {
+		if hosts == nil {
+			hosts = p.Network.AllowedDomains
+		}
+		parts = append(parts, name+" ("+strings.Join(hosts, ", ")+")")
+	}
+	for _, e := range c.EnvVars {
+		if e.Mode == policy.CredentialMask {
+			add(e.Name, e.InjectHosts)
+		}
+	}
+	for _, f := range c.Files {
+		if f.Mode == policy.CredentialMask {
+			add(f.Path, f.InjectHosts)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Config returns the service's configuration (defaults filled in).
