@@ -347,7 +347,8 @@ func TestEgressServeMCPCredentials(t *testing.T) {
 	up := egStart(t, nil)
 	host := "api.example.com:" + up.port
 	settings := egSettings(t, t.TempDir(), up, []string{"api.example.com"}, nil) // the server trusts only its own user's directories
-	srv, err := startServeEnv(t, []string{"EG_TOKEN=" + egSecret}, append(pinned("api.example.com"), "--allow-domain", host, "--settings", settings)...)
+	state := filepath.Join(t.TempDir(), "state")
+	srv, err := startServeEnv(t, []string{"EG_TOKEN=" + egSecret}, append(pinned("api.example.com"), "--allow-domain", host, "--settings", settings, "--state-dir", state)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +396,47 @@ func TestEgressServeMCPCredentials(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(v), "403") {
 		t.Fatalf("a call's request rule: %v", v)
 	}
+	// In a session, each request is a line of the session's audit log.
+	sv, isErr := callTool(t, c, "create_session", map[string]any{"language": "python"})
+	sid, _ := sv["session_id"].(string)
+	if isErr || sid == "" {
+		t.Fatalf("create_session: %v", sv)
+	}
+	v, isErr = callTool(t, c, "execute_code", map[string]any{"session_id": sid,
+		"command": `curl -sS -H "Authorization: Bearer $EG_TOKEN" "https://` + host + `/echo/audited?q=$EG_TOKEN"`})
+	if isErr || !strings.Contains(fmt.Sprint(v), "echo GET /echo/audited") {
+		t.Fatalf("in a session: %v", v)
+	}
+	auditOut, err := exec.Command(nwBin(t), "audit", "--state-dir", state, sid).Output()
+	if err != nil {
+		t.Fatalf("srt-mcp audit: %v", err)
+	}
+	var line map[string]any
+	for _, l := range strings.Split(string(auditOut), "\n") {
+		if strings.Contains(l, `"op":"egress"`) {
+			_ = json.Unmarshal([]byte(l), &line)
+		}
+	}
+	if line == nil || line["method"] != "GET" || line["path"] != "/echo/audited" || line["host"] != "api.example.com" || line["status"] != float64(200) ||
+		fmt.Sprint(line["credentials"]) != "[EG_TOKEN]" || line["decision"] != "allow" || line["bytes_in"] == float64(0) || line["ts"] == nil {
+		t.Fatalf("the audit line of the request: %v\n%s", line, auditOut)
+	}
+	if strings.Contains(string(auditOut), egSecret) || strings.Contains(string(auditOut), "srtmcp_masked_") {
+		t.Fatalf("the audit log carries the secret or its stand-in (the query): %s", auditOut)
+	}
 	if strings.Contains(srv.logs.String(), egSecret) {
 		t.Fatal("the server's log carries the secret")
 	}
+	for _, dir := range []string{state, dir0(settings)} {
+		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(egSecret)) {
+					t.Errorf("%s holds the secret", p)
+				}
+			}
+			return nil
+		})
+	}
 }
+
+func dir0(p string) string { return filepath.Dir(p) }

@@ -291,7 +291,7 @@ func (p *Policy) validateEgress() error {
 			return err
 		}
 	}
-	if masked && n.TLSTerminate == nil && !c.AllowPlaintextInject {
+	if masked && n.TLSTerminate == nil && !c.AllowPlaintextInject && len(n.AllowedDomains) > 0 {
 		return bad(CodeInvalidSettings, "credentials", "", "masked credentials are put back only into requests over verified TLS, which needs network.tlsTerminate; set it (or credentials.allowPlaintextInject to send them in cleartext too)")
 	}
 	return nil

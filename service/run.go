@@ -563,7 +563,7 @@ func (s *Service) starter(ss *sessions.Session, q *runWatch) executions.Starter 
 		if err != nil {
 			return nil, err
 		}
-		h, err := s.backend.Start(&box, spec, q.wrap(sink))
+		h, err := s.backend.Start(&box, spec, q.wrap(s.auditRequests(ss, spec.ID, sink)))
 		if err == nil {
 			q.attach(h, false)
 		}
@@ -578,7 +578,31 @@ func (s *Service) sandbox(spec runner.Spec, sink func(runner.Event)) (runner.Han
 	if err != nil {
 		return nil, err
 	}
-	return s.backend.Start(nil, spec, sink)
+	return s.backend.Start(nil, spec, s.auditRequests(nil, spec.ID, sink))
+}
+
+// auditRequests records every request a run's proxy saw into (cleartext,
+// or a terminated tunnel's): in the session's audit log, or for a run
+// without a session in the server's log. The record has no query, header
+// value or body, and names the credentials put in by name only.
+func (s *Service) auditRequests(ss *sessions.Session, execID string, sink func(runner.Event)) func(runner.Event) {
+	return func(ev runner.Event) {
+		if v := ev.Violation; v != nil && v.Kind == "request" {
+			fields := map[string]any{"op": "egress", "execution_id": execID, "scheme": v.Protocol, "method": v.Method, "host": v.Host,
+				"port": v.Port, "path": v.Path, "decision": v.Decision, "rule": v.Rule, "status": v.Status,
+				"credentials": v.Credentials, "bytes_in": v.BytesIn, "bytes_out": v.BytesOut}
+			if ss != nil {
+				s.Audit(ss, fields)
+			} else if s.cfg.Logger != nil {
+				args := make([]any, 0, 2*len(fields))
+				for _, k := range []string{"op", "execution_id", "scheme", "method", "host", "port", "path", "decision", "rule", "status", "credentials", "bytes_in", "bytes_out"} {
+					args = append(args, k, fields[k])
+				}
+				s.cfg.Logger.Info("egress request", args...)
+			}
+		}
+		sink(ev)
+	}
 }
 
 // withEgress adds what the run's proxy needs beyond the policy: the
