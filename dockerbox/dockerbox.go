@@ -71,6 +71,10 @@ const (
 // each container.
 const ExecStageMount = "/.srt-mcp/exec"
 
+// TrustMount is where a container finds the trust bundles of terminated
+// TLS (the variables tools read point at one).
+const TrustMount = "/.srt-mcp/trust"
+
 // Config sets up the backend.
 type Config struct {
 	Image    string  // SANDBOX_IMAGE
@@ -106,6 +110,10 @@ type Backend struct {
 	cli     *client.Client
 	uid     int      // the container user when a session has no uid of its own
 	stage   string   // host path of the exec stage binary
+	// trustDir holds the sandboxes' trust bundles for terminated TLS
+	// (certificates only), mounted read-only at TrustMount in every
+	// container: a bundle written after a container started is there too.
+	trustDir string
 	cgroups bool     // runs get a cgroup of their own (root)
 	nosuid  []string // bind mounts made nosuid,nodev (workspaces, persistent workspaces)
 	// binMount is the tmpfs holding the exec stage ("" if none).
@@ -172,6 +180,10 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		return fail(err)
 	}
 	b.binMount = privateBinDir(filepath.Join(cfg.StateDir, "bin"))
+	b.trustDir = filepath.Join(cfg.StateDir, "trust")
+	if err := os.MkdirAll(b.trustDir, 0o755); err != nil {
+		return fail(&runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "trust bundle directory: " + err.Error()})
+	}
 	if b.stage, err = stageBinary(cfg.StateDir, cfg.ExecStage); err != nil {
 		return fail(&runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "staging srt-mcp's exec stage: " + err.Error()})
 	}
@@ -419,6 +431,7 @@ func (b *Backend) Container(ctx context.Context, bx backend.Box) (*box, error) {
 				{Type: mount.TypeBind, Source: bx.Workspace, Target: sessions.WorkspaceMount},
 				{Type: mount.TypeBind, Source: bx.Cache, Target: CacheMount},
 				{Type: mount.TypeBind, Source: b.stage, Target: ExecStageMount, ReadOnly: true},
+				{Type: mount.TypeBind, Source: b.trustDir, Target: TrustMount, ReadOnly: true},
 			},
 			Resources: container.Resources{
 				Memory:     b.cfg.Memory,

@@ -2,8 +2,10 @@ package dockerbox
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -21,9 +23,11 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/srt-mcp/srt-mcp/backend"
+	"github.com/srt-mcp/srt-mcp/credentials"
 	"github.com/srt-mcp/srt-mcp/nofollow"
 	"github.com/srt-mcp/srt-mcp/runner"
 	"github.com/srt-mcp/srt-mcp/sessions"
+	"github.com/srt-mcp/srt-mcp/tlsca"
 )
 
 // A run, from the server's side:
@@ -113,7 +117,16 @@ func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event
 			env = append(env, k+"="+v)
 		}
 	}
+	egCfg, egEnv, drop, err := b.egressFor(spec)
+	if err != nil {
+		return nil, err
+	}
 	for k, v := range spec.Env {
+		if _, over := egEnv[k]; !over && !contains(drop, k) {
+			env = append(env, k+"="+v)
+		}
+	}
+	for k, v := range egEnv {
 		env = append(env, k+"="+v)
 	}
 	env = append(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
@@ -147,7 +160,8 @@ func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event
 			violations = append(violations, v)
 			vmu.Unlock()
 		}
-		egress, err = b.cfg.Egress(runner.EgressConfig{Network: n, Token: token}, httpL, socksL, func(v runner.Violation) {
+		egCfg.Token = token
+		egress, err = b.cfg.Egress(egCfg, httpL, socksL, func(v runner.Violation) {
 			vmu.Lock()
 			r := report
 			vmu.Unlock()
@@ -703,4 +717,75 @@ func human(n int64) string {
 		return fmt.Sprintf("%dG", n>>30)
 	}
 	return fmt.Sprintf("%dM", n>>20)
+}
+
+// egressFor is a run's TLS termination and credentials on Docker: the
+// proxy's configuration, and the variables the container's command gets
+// (the trust bundle's path, masked credentials' stand-ins) and loses
+// (denied credentials). Credential files are not in a container's view.
+func (b *Backend) egressFor(spec runner.Spec) (runner.EgressConfig, map[string]string, []string, error) {
+	n := spec.Policy.Network
+	cfg := runner.EgressConfig{Network: n}
+	env := map[string]string{}
+	var m runner.EgressMaterial
+	if spec.Egress != nil {
+		m = *spec.Egress
+	}
+	if n.TLSTerminate != nil && len(n.AllowedDomains) > 0 && len(m.CACert) > 0 {
+		cfg.CACert, cfg.CAKey = m.CACert, m.CAKey
+		bundle := tlsca.TrustBundle(tlsca.CertificatesOnly(m.CACert), n.TLSTerminate.ExtraCACertPaths)
+		sum := sha256.Sum256(bundle)
+		name := "trust-" + hex.EncodeToString(sum[:8]) + ".pem"
+		path := filepath.Join(b.trustDir, name)
+		if cur, err := os.ReadFile(path); err != nil || !bytes.Equal(cur, bundle) {
+			if err := writeAtomic(path, bundle, 0o644); err != nil {
+				return cfg, nil, nil, &runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "trust bundle: " + err.Error()}
+			}
+		}
+		for _, k := range runner.TrustEnv {
+			env[k] = TrustMount + "/" + name
+		}
+	}
+	var drop []string
+	if c := spec.Policy.Credentials; c != nil {
+		cfg.AllowPlaintextInject = c.AllowPlaintextInject
+		cfg.Secrets = append([]credentials.Secret(nil), m.Secrets...)
+		credentials.MintAll(cfg.Secrets)
+		var set map[string]string
+		set, drop = credentials.Env(c, cfg.Secrets)
+		for k, v := range set {
+			env[k] = v
+		}
+	}
+	return cfg, env, drop, nil
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// writeAtomic writes data beside path and renames it into place.
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

@@ -341,14 +341,30 @@ echo "--- config"; cat .git/config; grep -r "srtmcp_masked_\|x-access-token" .gi
 	}
 }
 
+// egPy is a Python one-liner (curl is not in every image) that sends
+// EG_TOKEN to url with method and prints the status and the body.
+func egPy(method, url string) string {
+	return `python3 -c 'import os, urllib.request as u, urllib.error as e
+t = os.environ.get("EG_TOKEN", "unset")
+print("inside=" + t)
+try:
+    r = u.urlopen(u.Request("` + url + `".replace("TOKEN", t), method="` + method + `", headers={"Authorization": "Bearer " + t}))
+    print(r.status, r.read().decode())
+except e.HTTPError as x:
+    print(x.code, x.read().decode())'`
+}
+
 func TestEgressServeMCPCredentials(t *testing.T) {
 	parallel(t)
-	nwRequire(t, "curl")
+	forEachBackend(t, testEgressServeMCPCredentials)
+}
+
+func testEgressServeMCPCredentials(t *testing.T, backend []string) {
 	up := egStart(t, nil)
 	host := "api.example.com:" + up.port
 	settings := egSettings(t, t.TempDir(), up, []string{"api.example.com"}, nil) // the server trusts only its own user's directories
-	state := filepath.Join(t.TempDir(), "state")
-	srv, err := startServeEnv(t, []string{"EG_TOKEN=" + egSecret}, append(pinned("api.example.com"), "--allow-domain", host, "--settings", settings, "--state-dir", state)...)
+	state := filepath.Join(reachableTempDir(t), "state")
+	srv, err := startServeEnv(t, []string{"EG_TOKEN=" + egSecret}, append(append(pinned("api.example.com"), backend...), "--allow-domain", host, "--settings", settings, "--state-dir", state)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,18 +387,17 @@ func TestEgressServeMCPCredentials(t *testing.T) {
 	if !described {
 		t.Error("execute_code's description does not name the offered credential")
 	}
-	cmd := `echo "inside=$EG_TOKEN"; curl -sS -H "Authorization: Bearer $EG_TOKEN" https://` + host + `/echo`
-	v, isErr := callTool(t, c, "execute_code", map[string]any{"command": cmd})
-	out := fmt.Sprint(v)
-	if isErr || !strings.Contains(out, "inside=srtmcp_masked_") || !strings.Contains(out, "echo GET /echo auth=[Bearer srtmcp_masked_") {
+	v, isErr := callTool(t, c, "execute_code", map[string]any{"command": egPy("GET", "https://"+host+"/echo")})
+	out := egStdout(v)
+	if isErr || !strings.Contains(out, "inside=srtmcp_masked_") || !strings.Contains(out, "200 echo GET /echo auth=[Bearer srtmcp_masked_") {
 		t.Fatalf("execute_code: %v", v)
 	}
 	if strings.Contains(out, egSecret) || !up.sawSecret() {
 		t.Fatalf("the upstream must get the value and the caller never: %v", out)
 	}
 	// A call that uses none of the operator's credentials gets none.
-	v, isErr = callTool(t, c, "execute_code", map[string]any{"command": `echo "inside=[${EG_TOKEN:-unset}]"`, "sandbox_config": map[string]any{"credentials": []string{}}})
-	if isErr || !strings.Contains(fmt.Sprint(v), "inside=[unset]") {
+	v, isErr = callTool(t, c, "execute_code", map[string]any{"command": egPy("GET", "https://"+host+"/echo"), "sandbox_config": map[string]any{"credentials": []string{}}})
+	if isErr || !strings.Contains(egStdout(v), "inside=unset") {
 		t.Fatalf("credentials: [] must withhold it: %v", v)
 	}
 	// One it is not offered is an error naming it.
@@ -391,9 +406,9 @@ func TestEgressServeMCPCredentials(t *testing.T) {
 		t.Fatalf("an unoffered credential: %v", v)
 	}
 	// A call's request rule narrows: POST refused by the proxy.
-	v, _ = callTool(t, c, "execute_code", map[string]any{"command": `curl -s -o /dev/null -w '%{http_code}' -X POST https://` + host + `/echo`,
+	v, _ = callTool(t, c, "execute_code", map[string]any{"command": egPy("POST", "https://"+host+"/echo"),
 		"sandbox_config": map[string]any{"network": map[string]any{"request_rules": []any{map[string]any{"host": "api.example.com", "methods": []string{"GET"}}}}}})
-	if !strings.Contains(fmt.Sprint(v), "403") {
+	if !strings.Contains(egStdout(v), "403 srt-mcp proxy: POST /echo on api.example.com is not allowed") {
 		t.Fatalf("a call's request rule: %v", v)
 	}
 	// In a session, each request is a line of the session's audit log.
@@ -403,8 +418,8 @@ func TestEgressServeMCPCredentials(t *testing.T) {
 		t.Fatalf("create_session: %v", sv)
 	}
 	v, isErr = callTool(t, c, "execute_code", map[string]any{"session_id": sid,
-		"command": `curl -sS -H "Authorization: Bearer $EG_TOKEN" "https://` + host + `/echo/audited?q=$EG_TOKEN"`})
-	if isErr || !strings.Contains(fmt.Sprint(v), "echo GET /echo/audited") {
+		"command": egPy("GET", "https://"+host+"/echo/audited?q=TOKEN")})
+	if isErr || !strings.Contains(egStdout(v), "echo GET /echo/audited") {
 		t.Fatalf("in a session: %v", v)
 	}
 	auditOut, err := exec.Command(nwBin(t), "audit", "--state-dir", state, sid).Output()
@@ -437,6 +452,18 @@ func TestEgressServeMCPCredentials(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// egStdout joins an execution result's stdout events.
+func egStdout(v map[string]any) string {
+	var b strings.Builder
+	out, _ := v["output"].([]any)
+	for _, e := range out {
+		if m, ok := e.(map[string]any); ok && m["type"] == "stdout" {
+			b.WriteString(fmt.Sprint(m["data"]))
+		}
+	}
+	return b.String()
 }
 
 func dir0(p string) string { return filepath.Dir(p) }
