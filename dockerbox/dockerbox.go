@@ -106,16 +106,16 @@ type Config struct {
 
 // Backend implements backend.Backend on a Docker engine.
 type Backend struct {
-	cfg     Config
-	cli     *client.Client
-	uid     int      // the container user when a session has no uid of its own
-	stage   string   // host path of the exec stage binary
+	cfg   Config
+	cli   *client.Client
+	uid   int    // the container user when a session has no uid of its own
+	stage string // host path of the exec stage binary
 	// trustDir holds the sandboxes' trust bundles for terminated TLS
 	// (certificates only), mounted read-only at TrustMount in every
 	// container: a bundle written after a container started is there too.
 	trustDir string
-	cgroups bool     // runs get a cgroup of their own (root)
-	nosuid  []string // bind mounts made nosuid,nodev (workspaces, persistent workspaces)
+	cgroups  bool     // runs get a cgroup of their own (root)
+	nosuid   []string // bind mounts made nosuid,nodev (workspaces, persistent workspaces)
 	// binMount is the tmpfs holding the exec stage ("" if none).
 	binMount string
 
