@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/srt-mcp/srt-mcp/credentials"
@@ -53,6 +54,7 @@ type reqState struct {
 	setHdr   map[string]string
 	inject   bool
 	inj      credentials.Injection
+	mu       sync.Mutex // bodyUsed: the body is read on the transport's goroutine
 	bodyUsed map[string]bool
 	rec      *Request
 }
@@ -153,9 +155,11 @@ func (p *Proxy) proxyRequest(w http.ResponseWriter, r *http.Request, st *reqStat
 	}
 	st.rec.Status = rw.status
 	st.rec.BytesIn = rw.bytes
+	st.mu.Lock()
 	for name := range st.bodyUsed {
 		st.rec.Credentials = appendOnce(st.rec.Credentials, name)
 	}
+	st.mu.Unlock()
 	p.reportRequest(*st.rec)
 }
 
@@ -197,6 +201,16 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	for k, v := range st.setHdr {
 		out.Header.Set(k, v)
 	}
+	if !p.cfg.Swapper.Empty() {
+		// Every response is checked for the secrets' values (an upstream
+		// that stored one may hand it back later, to any request): ask
+		// only for encodings the proxy can read, identity or gzip.
+		if strings.Contains(strings.ToLower(out.Header.Get("Accept-Encoding")), "gzip") {
+			out.Header.Set("Accept-Encoding", "gzip")
+		} else {
+			out.Header.Del("Accept-Encoding")
+		}
+	}
 	if !st.inject {
 		return
 	}
@@ -204,7 +218,11 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	st.rec.Credentials = append(st.rec.Credentials, st.inj.Names...)
 	if len(st.inj.Body) > 0 && out.Body != nil && out.Body != http.NoBody && out.ContentLength != 0 {
 		st.bodyUsed = map[string]bool{}
-		body := credentials.NewReader(out.Body, st.inj.Body, func(i int) { st.bodyUsed[st.inj.BodyNames[i]] = true })
+		body := credentials.NewReader(out.Body, st.inj.Body, func(i int) {
+			st.mu.Lock()
+			st.bodyUsed[st.inj.BodyNames[i]] = true
+			st.mu.Unlock()
+		})
 		switch {
 		case st.inj.SameLength:
 			out.Body = io.NopCloser(body)
@@ -221,15 +239,6 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 			out.ContentLength = -1
 		}
 		out.Header.Del("Content-Length")
-	}
-	if len(st.inj.Names) > 0 || st.bodyUsed != nil {
-		// A response the proxy cannot read cannot be checked for the
-		// value it just sent: ask for identity or gzip only.
-		if strings.Contains(strings.ToLower(out.Header.Get("Accept-Encoding")), "gzip") {
-			out.Header.Set("Accept-Encoding", "gzip")
-		} else {
-			out.Header.Del("Accept-Encoding")
-		}
 	}
 }
 
@@ -251,12 +260,26 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		pairs = p.cfg.Swapper.RedactPairs()
 	}
 	credentials.RedactHeader(resp.Header, pairs)
-	if resp.Body == nil || resp.Body == http.NoBody || resp.Request.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified || resp.StatusCode == http.StatusSwitchingProtocols {
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// An upgraded connection (WebSocket) carries frames whose lengths
+		// a swap must keep: only same-length swaps are made in it, and an
+		// upgrade with a secret whose stand-in has another length is
+		// refused.
+		if credentials.GrowsOrShrinks(pairs) {
+			return fmt.Errorf("an upgraded connection (%s) cannot be checked for a credential whose stand-in differs in length from its value", printable.String(resp.Header.Get("Upgrade")))
+		}
+		rwc, ok := resp.Body.(io.ReadWriteCloser)
+		if !ok {
+			return fmt.Errorf("the upgraded connection is not writable")
+		}
+		resp.Body = &upgradedConn{Reader: credentials.NewReader(rwc, pairs, nil), rwc: rwc}
 		return nil
 	}
-	injected := len(st.inj.Names) > 0 || st.bodyUsed != nil
+	if resp.Body == nil || resp.Body == http.NoBody || resp.Request.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
+		return nil
+	}
 	body := resp.Body
-	if enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc != "" && enc != "identity" && injected {
+	if enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc != "" && enc != "identity" {
 		var dec io.ReadCloser
 		var err error
 		switch enc {
@@ -269,9 +292,10 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		}
 		if err != nil {
 			body.Close()
-			return fmt.Errorf("cannot check the response for the credential this request carried: %v", err)
+			return fmt.Errorf("cannot check the response for credentials' values: %v", err)
 		}
-		body = &readCloser{Reader: dec, close: func() error { dec.Close(); return resp.Body.Close() }}
+		raw := body
+		body = &readCloser{Reader: dec, close: func() error { dec.Close(); return raw.Close() }}
 		resp.Header.Del("Content-Encoding")
 		resp.Header.Del("Content-Length")
 		resp.ContentLength = -1
@@ -397,6 +421,15 @@ type readCloser struct {
 }
 
 func (r *readCloser) Close() error { return r.close() }
+
+// upgradedConn is an upgraded connection whose reads are swapped.
+type upgradedConn struct {
+	io.Reader
+	rwc io.ReadWriteCloser
+}
+
+func (c *upgradedConn) Write(b []byte) (int, error) { return c.rwc.Write(b) }
+func (c *upgradedConn) Close() error                { return c.rwc.Close() }
 
 type errReader struct{ err error }
 

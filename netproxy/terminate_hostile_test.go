@@ -2,6 +2,8 @@ package netproxy
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
@@ -227,4 +229,96 @@ func TestDenyReasonInStatusLine(t *testing.T) {
 
 func credentialFor(host string) credentials.Secret {
 	return credentials.Secret{Name: "TOKEN", Value: "the-real-secret-value-0123456789-abcdefgh", InjectHosts: []string{host}}
+}
+
+func TestTerminateRedactsStoredValueReadBackCompressed(t *testing.T) {
+	// The sandbox stores the real value at an injection host through a
+	// body swap (any "create" API), then reads it back gzip-encoded, in
+	// a request that carries no credential at all.
+	sec := credentialFor("api.example.com")
+	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}}, sec)
+	var stored []byte
+	h.up.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" {
+			stored, _ = io.ReadAll(r.Body)
+			return
+		}
+		if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			w.Write(stored)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		zw.Write(stored)
+		zw.Close()
+	})
+	req, _ := http.NewRequest("POST", h.url("api.example.com", "/paste"), strings.NewReader("note: "+h.secrets[0].Standin))
+	h.do(req)
+	if !strings.Contains(string(stored), sec.Value) {
+		t.Fatalf("the body swap did not happen: %q", stored)
+	}
+	for _, enc := range []string{"gzip", "gzip, deflate, br", "br"} {
+		tc := h.tunnel("api.example.com", "api.example.com")
+		fmt.Fprintf(tc, "GET /paste HTTP/1.1\r\nHost: api.example.com:%s\r\nAccept-Encoding: %s\r\n\r\n", h.upPort, enc)
+		resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		tc.Close()
+		body := raw
+		if resp.Header.Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(bytes.NewReader(raw))
+			if err == nil {
+				body, _ = io.ReadAll(zr)
+			}
+		}
+		if bytes.Contains(body, []byte(sec.Value)) {
+			t.Fatalf("Accept-Encoding %q: the stored value came back to the sandbox", enc)
+		}
+		if !bytes.Contains(body, []byte(h.secrets[0].Standin)) {
+			t.Errorf("Accept-Encoding %q: want the stand-in back, got %q", enc, body)
+		}
+	}
+}
+
+func TestTerminateUpgradedConnectionIsRedacted(t *testing.T) {
+	upgradeEcho := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, brw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		fmt.Fprintf(brw, "echo %s\n", r.Header.Get("Authorization"))
+		brw.Flush()
+	})
+	open := func(h *tlsHarness) (int, string) {
+		h.up.Config.Handler = upgradeEcho
+		tc := h.tunnel("api.example.com", "api.example.com")
+		defer tc.Close()
+		fmt.Fprintf(tc, "GET /ws HTTP/1.1\r\nHost: api.example.com:%s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nAuthorization: Bearer %s\r\n\r\n", h.upPort, h.secrets[0].Standin)
+		br := bufio.NewReader(tc)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.SetReadDeadline(time.Now().Add(2 * time.Second))
+		rest, _ := io.ReadAll(br)
+		if resp.StatusCode != 101 {
+			rest, _ = io.ReadAll(resp.Body)
+		}
+		return resp.StatusCode, string(rest)
+	}
+	sec := credentialFor("api.example.com") // long: its stand-in has its length
+	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}}, sec)
+	code, rest := open(h)
+	if code != 101 || strings.Contains(rest, sec.Value) || !strings.Contains(rest, h.secrets[0].Standin) {
+		t.Fatalf("upgraded echo: %d %q", code, rest)
+	}
+	short := credentials.Secret{Name: "SHORT", Value: "short-secret", InjectHosts: []string{"api.example.com"}}
+	h = newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}}, short)
+	if code, rest := open(h); code != http.StatusBadGateway || strings.Contains(rest, "short-secret") {
+		t.Fatalf("an upgrade with a length-changing swap must be refused: %d %q", code, rest)
+	}
 }
