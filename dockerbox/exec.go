@@ -2,10 +2,8 @@ package dockerbox
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -734,16 +732,12 @@ func (b *Backend) egressFor(spec runner.Spec) (runner.EgressConfig, map[string]s
 	if n.TLSTerminate != nil && len(n.AllowedDomains) > 0 && len(m.CACert) > 0 {
 		cfg.CACert, cfg.CAKey = m.CACert, m.CAKey
 		bundle := tlsca.TrustBundle(tlsca.CertificatesOnly(m.CACert), n.TLSTerminate.ExtraCACertPaths)
-		sum := sha256.Sum256(bundle)
-		name := "trust-" + hex.EncodeToString(sum[:8]) + ".pem"
-		path := filepath.Join(b.trustDir, name)
-		if cur, err := os.ReadFile(path); err != nil || !bytes.Equal(cur, bundle) {
-			if err := writeAtomic(path, bundle, 0o644); err != nil {
-				return cfg, nil, nil, &runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "trust bundle: " + err.Error()}
-			}
+		path, err := tlsca.WriteBundle(b.trustDir, bundle)
+		if err != nil {
+			return cfg, nil, nil, &runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "trust bundle: " + err.Error()}
 		}
 		for _, k := range runner.TrustEnv {
-			env[k] = TrustMount + "/" + name
+			env[k] = TrustMount + "/" + filepath.Base(path)
 		}
 	}
 	var drop []string
@@ -767,25 +761,4 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// writeAtomic writes data beside path and renames it into place.
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -44,7 +44,7 @@ type Request struct {
 // maxBufferedBody is the most of a request body the proxy holds to give
 // it an exact Content-Length after a swap that changed its length; a
 // larger one goes chunked.
-const maxBufferedBody = 8 << 20
+const maxBufferedBody = 1 << 20
 
 // reqState is one forwarded request's decisions, for the reverse proxy's
 // hooks.

@@ -1,10 +1,7 @@
 package runner
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
-	"path/filepath"
 
 	"github.com/srt-mcp/srt-mcp/credentials"
 	"github.com/srt-mcp/srt-mcp/policy"
@@ -81,12 +78,9 @@ func prepareEgress(s *Spec, cache, home string, proxy bool) (*egressPrep, error)
 			return nil, errorf(ErrCodeUnavailable, "TLS termination needs a private cache directory for the sandbox's trust bundle (set XDG_RUNTIME_DIR or HOME)")
 		}
 		bundle := tlsca.TrustBundle(tlsca.CertificatesOnly(m.CACert), n.TLSTerminate.ExtraCACertPaths)
-		sum := sha256.Sum256(bundle)
-		path := filepath.Join(cache, "trust-"+hex.EncodeToString(sum[:8])+".pem")
-		if b, err := os.ReadFile(path); err != nil || string(b) != string(bundle) {
-			if err := writeFileAtomic(path, bundle, 0o644); err != nil {
-				return nil, errorf(ErrCodeInternal, "trust bundle: %v", err)
-			}
+		path, err := tlsca.WriteBundle(cache, bundle)
+		if err != nil {
+			return nil, errorf(ErrCodeInternal, "trust bundle: %v", err)
 		}
 		dst := sandboxBundlePath()
 		p.overlay = append(p.overlay, ExtraMount{Src: path, Dst: dst})

@@ -12,9 +12,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -338,4 +340,30 @@ func UpstreamRoots(extraPaths []string) (*x509.CertPool, error) {
 		pool.AppendCertsFromPEM(extra)
 	}
 	return pool, nil
+}
+
+// bundleKeep is how long an unused trust bundle stays: a run that found
+// one touches it, so only bundles no run has used for this long (an old
+// CA's, an old extraCaCertPaths') are removed.
+const bundleKeep = time.Hour
+
+// WriteBundle keeps bundle in dir under a name made from its content
+// (written whole, 0644: certificates only) and returns its path. Bundles
+// no run has used within bundleKeep are removed.
+func WriteBundle(dir string, bundle []byte) (string, error) {
+	sum := sha256.Sum256(bundle)
+	path := filepath.Join(dir, "trust-"+hex.EncodeToString(sum[:8])+".pem")
+	now := time.Now()
+	if cur, err := readNoFollow(path); err == nil && bytes.Equal(cur, bundle) {
+		_ = os.Chtimes(path, now, now)
+	} else if err := writeAtomic(path, bundle, 0o644); err != nil {
+		return "", err
+	}
+	old, _ := filepath.Glob(filepath.Join(dir, "trust-*.pem"))
+	for _, o := range old {
+		if fi, err := os.Lstat(o); err == nil && o != path && now.Sub(fi.ModTime()) > bundleKeep {
+			os.Remove(o)
+		}
+	}
+	return path, nil
 }
