@@ -467,3 +467,34 @@ func egStdout(v map[string]any) string {
 }
 
 func dir0(p string) string { return filepath.Dir(p) }
+
+func TestEgressUnsetCredentialIsAnError(t *testing.T) {
+	parallel(t)
+	up := egStart(t, nil)
+	dir := t.TempDir()
+	settings := egSettings(t, dir, up, []string{"api.example.com"}, nil)
+	flags := append(pinned("api.example.com"), "--allow-domain", "api.example.com:"+up.port, "--settings", settings)
+	// srt-mcp exec: EG_TOKEN is not in its environment.
+	cmd := exec.Command(nwBin(t), append(append([]string{"exec"}, flags...), "--", "true")...)
+	cmd.Env = append(os.Environ(), "HOME="+sbDir(t))
+	cmd.Env = slicesDelete(cmd.Env, "EG_TOKEN")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "EG_TOKEN") || !strings.Contains(string(out), "not set") {
+		t.Fatalf("exec with an unset masked variable: %v\n%s", err, out)
+	}
+	// srt-mcp serve refuses to start, naming it.
+	_, err = startServeEnv(t, nil, append(flags, "--state-dir", filepath.Join(reachableTempDir(t), "state"))...)
+	if err == nil || !strings.Contains(err.Error(), "EG_TOKEN") {
+		t.Fatalf("serve with an unset masked variable: %v", err)
+	}
+}
+
+func slicesDelete(env []string, name string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

@@ -31,6 +31,8 @@ import (
 
 	"github.com/srt-mcp/srt-mcp/apikeys"
 	"github.com/srt-mcp/srt-mcp/backend"
+	"github.com/srt-mcp/srt-mcp/credentials"
+	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/guard"
 	"github.com/srt-mcp/srt-mcp/librechat"
@@ -298,6 +300,27 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("state directory %s: %v", o.StateDir, err)
 	}
 	defer reg.Shutdown()
+	// The CA and every masked credential must be there before the server
+	// serves: an unset variable is an error naming it now, not a run's
+	// error later. A reload that lacks one is refused the same way.
+	caDir := filepath.Join(o.StateDir, "egress-ca")
+	checkEgress := func(p policy.Policy) error {
+		_, err := runner.NewEgressMaterial(p, caDir, credentials.LookupEnv, o.Home)
+		return err
+	}
+	if err := checkEgress(o.Ceiling); err != nil {
+		return fmt.Errorf("settings: %v", errs.Of(err).Detail())
+	}
+	if s := o.Settings; s != nil {
+		read := s.Ceiling
+		s.Ceiling = func(f *settings.File) (policy.Policy, error) {
+			p, err := read(f)
+			if err == nil {
+				err = checkEgress(p)
+			}
+			return p, err
+		}
+	}
 	// Volumes first: the Docker backend then leaves the workspaces
 	// directory as it is (a nosuid bind over it would hide them).
 	reg.StartVolumes()
@@ -355,7 +378,7 @@ func Run(ctx context.Context, o Options) error {
 	metrics.BindRunners(pool.Idle)
 	svc := service.New(service.Config{
 		Ceiling: o.Ceiling, DefaultTimeout: def, Home: o.Home, Logger: logger, Hide: []string{o.StateDir, reg.PersistDir()},
-		EgressCADir: filepath.Join(o.StateDir, "egress-ca"),
+		EgressCADir: caDir,
 		Sessions:    reg, Backend: runOn, Python: o.Python, Node: o.Node,
 		ExecTimeout: o.ExecTimeout, MaxOutputBytes: o.MaxOutputBytes,
 		MaxCodeBytes: o.MaxCodeBytes, MaxUploadBytes: o.MaxUploadBytes, MaxArtifactRead: o.MaxArtifactRead,
