@@ -83,6 +83,9 @@ func prepareEgress(s *Spec, cache, home string, proxy bool) (*egressPrep, error)
 			return nil, errorf(ErrCodeInternal, "trust bundle: %v", err)
 		}
 		dst := sandboxBundlePath()
+		if !fileOverlays {
+			dst = path // read where it is (the profile allows the overlay's source)
+		}
 		p.overlay = append(p.overlay, ExtraMount{Src: path, Dst: dst})
 		for _, k := range TrustEnv {
 			p.env[k] = dst
@@ -108,7 +111,9 @@ func prepareEgress(s *Spec, cache, home string, proxy bool) (*egressPrep, error)
 	for _, f := range c.Files {
 		path := policy.ExpandPath(f.Path, "/", home)
 		sec, masked := files[path]
-		if f.Mode != policy.CredentialMask || !masked {
+		if f.Mode != policy.CredentialMask || !masked || !fileOverlays {
+			// Where a file cannot be shown in another's place, a masked
+			// file is withheld (srt does the same on macOS).
 			p.deny = append(p.deny, path)
 			continue
 		}

@@ -163,6 +163,11 @@ func (p *seatbeltProc) proxyListeners() []*os.File { return p.listeners }
 
 // ptyInsideSandbox: macOS has no devpts of its own per sandbox; the runner
 // opens the terminal.
+// fileOverlays: the sandbox's view can put a file of the runner's at any
+// path (the trust bundle over the system bundle, a stand-in over a masked
+// credential file); seatbelt has no mounts: a path shows the host file.
+const fileOverlays = false
+
 const ptyInsideSandbox = false
 
 func (p *seatbeltProc) wait() procResult { <-p.waitDone; return p.res }

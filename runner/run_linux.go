@@ -58,6 +58,11 @@ func (p *bwrapProc) proxyListeners() []*os.File { return p.listeners }
 
 // ptyInsideSandbox: on Linux the sandbox opens its terminal in its own
 // devpts and passes the master out.
+// fileOverlays: the sandbox's view can put a file of the runner's at any
+// path (the trust bundle over the system bundle, a stand-in over a masked
+// credential file); bwrap binds a file over any path.
+const fileOverlays = true
+
 const ptyInsideSandbox = true
 
 // sandboxUserSwitch: a root runner runs its sandboxes as the sandbox user.

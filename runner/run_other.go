@@ -19,6 +19,11 @@ func FindBwrap() (string, error) { return "", errors.New("bubblewrap is Linux-on
 
 func etcDir(string) string { return "" }
 
+// fileOverlays: the sandbox's view can put a file of the runner's at any
+// path (the trust bundle over the system bundle, a stand-in over a masked
+// credential file); no sandbox here.
+const fileOverlays = false
+
 const ptyInsideSandbox = false
 
 // sandboxUserSwitch: only the Linux runner changes the sandbox's uid.
