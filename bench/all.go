@@ -35,6 +35,7 @@ func (s *suite) all() error {
 		{"mcp", s.mcp},
 		{"cold", s.cold},
 		{"net", s.net},
+		{"tls", s.tls},
 		{"load", s.load},
 		{"workspace", s.workspace},
 		{"docker", s.docker},

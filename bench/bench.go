@@ -1,6 +1,6 @@
 // Package bench is `srt-mcp bench`: it times srt-mcp's paths (exec, an MCP
-// call, a data session, a workspace, the Docker backend, the egress proxy,
-// many clients at once, cold-run throughput) against their anchors (bare
+// call, a data session, a workspace, the Docker backend, the egress proxy
+// (tunnelling and terminating TLS), many clients at once, cold-run throughput) against their anchors (bare
 // python3, minimal bwrap, docker exec, a direct download) in the same run,
 // interleaved so that machine noise hits both alike, and prints each
 // ratio with its goal.
@@ -30,6 +30,7 @@ const (
 	Cold      Mode = "cold"
 	Load      Mode = "load"
 	Net       Mode = "net"
+	TLS       Mode = "tls"
 	Workspace Mode = "workspace"
 	Docker    Mode = "docker"
 	Data      Mode = "data"
@@ -40,7 +41,7 @@ const (
 
 // selectOrder is which part wins when several are asked for: --docker is
 // also a modifier of --workspace, so Workspace comes before it.
-var selectOrder = []Mode{All, Cold, Load, Net, Workspace, Docker, Data, MCP, Disk}
+var selectOrder = []Mode{All, Cold, Load, Net, TLS, Workspace, Docker, Data, MCP, Disk}
 
 // Select picks the part of the bench the flags ask for: set reports
 // whether the flag of that name is set. Exec when none is.
@@ -93,6 +94,8 @@ func Run(m Mode, o Options) error {
 		return s.load()
 	case Net:
 		return s.net()
+	case TLS:
+		return s.tls()
 	case Workspace:
 		return s.workspace()
 	case Docker:

@@ -50,6 +50,7 @@ func TestSelect(t *testing.T) {
 		// --docker with --workspace is the workspace part on the Docker backend.
 		{[]string{"docker", "workspace"}, Workspace},
 		{[]string{"load", "net", "mcp"}, Load},
+		{[]string{"tls", "workspace"}, TLS},
 		{[]string{"mcp", "all"}, All},
 		{[]string{"cold", "load"}, Cold},
 		{[]string{"json", "rounds"}, Exec}, // not parts
@@ -158,6 +159,31 @@ func TestParseCurl(t *testing.T) {
 	if _, err := parseCurl([]byte("curl: (7) refused"), errors.New("exit status 7")); err == nil ||
 		!strings.Contains(err.Error(), "exit status 7") || !strings.Contains(err.Error(), "refused") {
 		t.Errorf("curl's error: %v", err)
+	}
+}
+
+func TestCurlTimes(t *testing.T) {
+	ts, err := curlTimes([]byte("1 0.004\n0 0.000120\n0 0.000110\n"), nil)
+	if err != nil || !reflect.DeepEqual(ts, [][2]float64{{1, 0.004}, {0, 0.00012}, {0, 0.00011}}) {
+		t.Fatalf("curlTimes = %v, %v", ts, err)
+	}
+	if err := checkConnects(ts, 0); err != nil {
+		t.Errorf("kept alive: %v", err)
+	}
+	if err := checkConnects(ts, 1); err == nil || !strings.Contains(err.Error(), "transfer 2 of 3 made 0 connections, want 1") {
+		t.Errorf("new connections wanted: %v", err)
+	}
+	if _, err := curlTimes([]byte("1 0.004\n"), nil); err == nil {
+		t.Error("one transfer: nothing left once the first is skipped")
+	}
+	if _, err := curlTimes(nil, errors.New("exit status 7")); err == nil || !strings.Contains(err.Error(), "exit status 7") {
+		t.Errorf("the command's error: %v", err)
+	}
+	if err := pipSaved([]byte("Saved ./a.whl\nSaved ./b.whl\n"), nil, 2); err != nil {
+		t.Error(err)
+	}
+	if err := pipSaved([]byte("Saved ./a.whl\n"), nil, 2); err == nil {
+		t.Error("pip saved 1 of 2 files")
 	}
 }
 
