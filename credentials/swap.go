@@ -212,39 +212,44 @@ func NewReader(r io.Reader, pairs []Pair, onSwap func(int)) io.Reader {
 	if len(ps) == 0 {
 		return r
 	}
-	return &swapReader{r: r, pairs: ps, keep: max - 1, onSwap: onSwap, buf: make([]byte, 32<<10)}
+	const chunk = 64 << 10
+	return &swapReader{r: r, pairs: ps, keep: max - 1, onSwap: onSwap, in: make([]byte, 0, chunk+max), out: make([]byte, 0, chunk+max)}
 }
 
+// swapReader reads into in's spare capacity, moves what can no longer
+// start a match to out (swapping whole matches), and hands out from out.
+// Both buffers are reused: scanning a large response allocates nothing.
 type swapReader struct {
 	r      io.Reader
 	pairs  []Pair
 	keep   int // bytes held back: a match may start in them
 	onSwap func(int)
-	buf    []byte
 	in     []byte // read, not yet swapped
 	out    []byte // swapped, not yet returned
+	off    int    // out[off:] is still to return
 	err    error  // the source's error, once it is done
 }
 
 func (s *swapReader) Read(p []byte) (int, error) {
-	for len(s.out) == 0 {
+	for s.off == len(s.out) {
 		if s.err != nil && len(s.in) == 0 {
 			return 0, s.err
 		}
+		s.out, s.off = s.out[:0], 0
 		if s.err == nil {
-			n, err := s.r.Read(s.buf)
-			s.in = append(s.in, s.buf[:n]...)
+			if len(s.in) == cap(s.in) {
+				s.in = append(s.in, 0)[:len(s.in)] // grow: one match longer than the buffer
+			}
+			n, err := s.r.Read(s.in[len(s.in):cap(s.in)])
+			s.in = s.in[:len(s.in)+n]
 			if err != nil {
 				s.err = err
 			}
 		}
 		s.process()
 	}
-	n := copy(p, s.out)
-	s.out = s.out[n:]
-	if len(s.out) == 0 {
-		s.out = nil
-	}
+	n := copy(p, s.out[s.off:])
+	s.off += n
 	return n, nil
 }
 
@@ -279,5 +284,5 @@ func (s *swapReader) process() {
 		}
 		i += at + len(s.pairs[which].Old)
 	}
-	s.in = append(s.in[:0], s.in[i:]...)
+	s.in = s.in[:copy(s.in, s.in[i:])]
 }

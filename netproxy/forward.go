@@ -174,6 +174,7 @@ func (p *Proxy) reverse() *httputil.ReverseProxy {
 			ErrorHandler:   p.upstreamError,
 			ErrorLog:       discardLog,
 			FlushInterval:  -1,
+			BufferPool:     copyBuffers{},
 		}
 	})
 	return p.rp
@@ -253,6 +254,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		}
 	}
 	if p.cfg.Swapper.Empty() {
+		readAheadLarge(resp)
 		return nil
 	}
 	pairs := st.inj.Redact
@@ -306,7 +308,107 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		resp.Header.Del("Content-Length")
 		resp.ContentLength = -1
 	}
+	readAheadLarge(resp)
 	return nil
+}
+
+// readAheadLarge reads a large (or unsized) response body on a goroutine
+// of its own, a few buffers ahead: decrypting the upstream's TLS (and
+// scanning for secrets) then runs beside encrypting for the client,
+// on another core, instead of taking turns with it.
+func readAheadLarge(resp *http.Response) {
+	if resp.Body == nil || resp.Body == http.NoBody || resp.Request.Method == http.MethodHead ||
+		(resp.ContentLength >= 0 && resp.ContentLength < readAheadMin) {
+		return
+	}
+	resp.Body = newReadAhead(resp.Body)
+}
+
+// copyBuffers are the reverse proxy's copy buffers: 128 KiB, so a large
+// body is written (and flushed) in fewer, fuller TLS writes.
+type copyBuffers struct{}
+
+var copyBufferPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
+
+func (copyBuffers) Get() []byte  { return *(copyBufferPool.Get().(*[]byte)) }
+func (copyBuffers) Put(b []byte) { copyBufferPool.Put(&b) }
+
+// readAheadMin is the smallest body worth a goroutine of its own.
+const readAheadMin = 256 << 10
+
+// readAhead is a body read ahead into a few reused buffers.
+type readAhead struct {
+	src  io.ReadCloser
+	full chan []byte // filled buffers, in order; closed at the source's end
+	free chan []byte
+	done chan struct{}
+	cur  []byte // what Read hands out now
+	buf  []byte // cur's buffer, back to free when cur is used up
+	err  error  // the source's error, after full is closed
+	once sync.Once
+}
+
+const (
+	readAheadBufs = 4
+	readAheadSize = 64 << 10
+)
+
+func newReadAhead(src io.ReadCloser) *readAhead {
+	r := &readAhead{src: src, full: make(chan []byte, readAheadBufs), free: make(chan []byte, readAheadBufs+1), done: make(chan struct{})}
+	for i := 0; i < readAheadBufs+1; i++ {
+		r.free <- make([]byte, readAheadSize)
+	}
+	go r.fill()
+	return r
+}
+
+func (r *readAhead) fill() {
+	defer close(r.full)
+	for {
+		var b []byte
+		select {
+		case b = <-r.free:
+		case <-r.done:
+			return
+		}
+		n, err := io.ReadAtLeast(r.src, b, 1)
+		if n > 0 {
+			select {
+			case r.full <- b[:n]:
+			case <-r.done:
+				return
+			}
+		}
+		if err != nil {
+			r.err = err // read after full is closed
+			return
+		}
+	}
+}
+
+func (r *readAhead) Read(p []byte) (int, error) {
+	if len(r.cur) == 0 {
+		if r.buf != nil {
+			r.free <- r.buf[:cap(r.buf)]
+			r.buf = nil
+		}
+		b, ok := <-r.full
+		if !ok {
+			if r.err == nil {
+				return 0, io.ErrUnexpectedEOF
+			}
+			return 0, r.err
+		}
+		r.cur, r.buf = b, b
+	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	return n, nil
+}
+
+func (r *readAhead) Close() error {
+	r.once.Do(func() { close(r.done) })
+	return r.src.Close()
 }
 
 func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {

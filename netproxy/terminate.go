@@ -100,6 +100,9 @@ func (p *Proxy) terminate(c net.Conn, h hop, release func()) {
 	tc := tls.Server(pc, &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		NextProtos: []string{"http/1.1"},
+		// Full-size records from the first byte: the client is local,
+		// there is no slow start to spare it.
+		DynamicRecordSizingDisabled: true,
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			return p.leafFor(hello.ServerName, h)
 		},
