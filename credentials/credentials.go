@@ -37,7 +37,16 @@ type Secret struct {
 	Standin string `json:"standin,omitempty"`
 	// InjectHosts are the domain patterns Value may be sent to.
 	InjectHosts []string `json:"inject_hosts"`
+	// Suffix is a file's line ending after the value (not part of it:
+	// a header cannot carry it); the stand-in file ends with it too.
+	Suffix string `json:"suffix,omitempty"`
 }
+
+// MinValueBytes is the shortest value that may be masked: the proxy swaps
+// a value back wherever it appears, so a sandbox that has an upstream
+// echo guesses learns which one was the value; a short or guessable one
+// must not be masked.
+const MinValueBytes = 16
 
 // String names the secret without its value (fmt's %v and %+v).
 func (s Secret) String() string { return "credential " + s.Name }
@@ -70,9 +79,13 @@ func Resolve(c *policy.Credentials, allowed []string, getenv func(string) (strin
 			continue
 		}
 		v, ok := getenv(e.Name)
+		field := fmt.Sprintf("credentials.env_vars[%d]", i)
 		if !ok || v == "" {
-			return nil, &errs.Error{Code: errs.InvalidSettings, Field: fmt.Sprintf("credentials.env_vars[%d]", i), Value: e.Name,
+			return nil, &errs.Error{Code: errs.InvalidSettings, Field: field, Value: e.Name,
 				Message: "the variable " + e.Name + " is masked but not set in srt-mcp's environment; set it, or remove the entry"}
+		}
+		if err := checkValue(field, e.Name, v); err != nil {
+			return nil, err
 		}
 		out = append(out, Secret{Name: e.Name, Value: v, InjectHosts: hostsOf(e.InjectHosts)})
 	}
@@ -86,9 +99,29 @@ func Resolve(c *policy.Credentials, allowed []string, getenv func(string) (strin
 			return nil, &errs.Error{Code: errs.InvalidSettings, Field: fmt.Sprintf("credentials.files[%d]", i), Value: f.Path,
 				Message: "the masked file cannot be read: " + err.Error()}
 		}
-		out = append(out, Secret{Name: f.Path, File: path, Value: v, InjectHosts: hostsOf(f.InjectHosts)})
+		value := strings.TrimRight(v, "\r\n")
+		field := fmt.Sprintf("credentials.files[%d]", i)
+		if err := checkValue(field, f.Path, value); err != nil {
+			return nil, err
+		}
+		out = append(out, Secret{Name: f.Path, File: path, Value: value, Suffix: v[len(value):], InjectHosts: hostsOf(f.InjectHosts)})
 	}
 	return out, nil
+}
+
+// checkValue refuses a value that cannot be masked safely: too short to
+// be unguessable, or one that no request line or header could carry.
+func checkValue(field, name, v string) error {
+	bad := func(msg string) error {
+		return &errs.Error{Code: errs.InvalidSettings, Field: field, Value: name, Message: name + ": " + msg}
+	}
+	if len(v) < MinValueBytes {
+		return bad(fmt.Sprintf("the value is %d bytes; a masked value must be at least %d (a shorter one could be guessed from what the proxy swaps back); use mode \"deny\" for it", len(v), MinValueBytes))
+	}
+	if strings.ContainsAny(v, "\r\n\x00") {
+		return bad("the value holds a line break or NUL, which no header can carry; mask a one-line secret")
+	}
+	return nil
 }
 
 func readFile(path string) (string, error) {

@@ -22,7 +22,7 @@ func TestResolveNamesWhatIsMissing(t *testing.T) {
 	c := &policy.Credentials{EnvVars: []policy.CredentialEnv{{Name: "SET", Mode: "mask"}, {Name: "UNSET", Mode: "mask"}}}
 	env := func(n string) (string, bool) {
 		if n == "SET" {
-			return "real-value", true
+			return "real-value-0123456789", true
 		}
 		return "", false
 	}
@@ -33,21 +33,21 @@ func TestResolveNamesWhatIsMissing(t *testing.T) {
 	}
 	c.EnvVars[1].Mode = "deny"
 	ss, err := Resolve(c, []string{"api.example.com"}, env, "/root")
-	if err != nil || len(ss) != 1 || ss[0].Value != "real-value" || ss[0].InjectHosts[0] != "api.example.com" {
+	if err != nil || len(ss) != 1 || ss[0].Value != "real-value-0123456789" || ss[0].InjectHosts[0] != "api.example.com" {
 		t.Fatalf("got %v %v", ss, err)
 	}
-	if s := fmt.Sprintf("%v %+v %#v %s", ss[0], ss[0], ss[0], ss); strings.Contains(s, "real-value") {
+	if s := fmt.Sprintf("%v %+v %#v %s", ss[0], ss[0], ss[0], ss); strings.Contains(s, "real-value-0123456789") {
 		t.Fatalf("formatting a secret shows its value: %s", s)
 	}
 }
 
 func TestResolveFileRefusesLink(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "tok"), []byte("file-secret"), 0o600)
+	os.WriteFile(filepath.Join(dir, "tok"), []byte("file-secret-0123456789\n"), 0o600)
 	os.Symlink(filepath.Join(dir, "tok"), filepath.Join(dir, "link"))
 	c := &policy.Credentials{Files: []policy.CredentialFile{{Path: filepath.Join(dir, "tok"), Mode: "mask"}}}
 	ss, err := Resolve(c, nil, LookupEnv, "/root")
-	if err != nil || ss[0].Value != "file-secret" {
+	if err != nil || ss[0].Value != "file-secret-0123456789" || ss[0].Suffix != "\n" {
 		t.Fatal(ss, err)
 	}
 	c.Files[0].Path = filepath.Join(dir, "link")

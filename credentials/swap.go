@@ -3,15 +3,35 @@ package credentials
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/srt-mcp/srt-mcp/policy"
 )
 
-// Pair is one swap: Old becomes New.
-type Pair struct{ Old, New []byte }
+// Pair is one swap: Old becomes New. Derived marks a value's other
+// spelling (JSON-escaped, URL-encoded, hex, base64): what an upstream's
+// text (an API's JSON) may hand back.
+type Pair struct {
+	Old, New []byte
+	Derived  bool
+}
+
+// Plain keeps the pairs that are not Derived: enough for a binary body,
+// whose bytes an upstream does not re-spell.
+func Plain(pairs []Pair) []Pair {
+	var out []Pair
+	for _, p := range pairs {
+		if !p.Derived {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // Swapper holds one run's secrets for the proxy.
 type Swapper struct {
@@ -31,9 +51,60 @@ func NewSwapper(ss []Secret) *Swapper {
 			}
 		}
 		w.hosts = append(w.hosts, ps)
-		w.redact = append(w.redact, Pair{Old: []byte(s.Value), New: []byte(s.Standin)})
+		w.redact = append(w.redact, derivedPairs(s.Value, s.Standin)...)
 	}
 	return w
+}
+
+// minForm is the shortest derived form looked for: shorter ones would be
+// found in unrelated bytes.
+const minForm = 16
+
+// derivedPairs are the spellings in which an upstream may hand a value
+// back, each with the same spelling of the stand-in: as is, JSON-escaped
+// (with and without "\/"), URL-encoded (query and path), hex (both
+// cases), and base64 and base64url at each of the three alignments a
+// value can have inside longer data (the characters that depend on the
+// value alone).
+func derivedPairs(value, standin string) []Pair {
+	var out []Pair
+	seen := map[string]bool{}
+	add := func(v, s string) {
+		if len(v) >= minForm && !seen[v] {
+			seen[v] = true
+			out = append(out, Pair{Old: []byte(v), New: []byte(s), Derived: len(out) > 0})
+		}
+	}
+	add(value, standin)
+	jsonEsc := func(x string) string {
+		b, _ := json.Marshal(x)
+		return string(b[1 : len(b)-1])
+	}
+	add(jsonEsc(value), jsonEsc(standin))
+	add(strings.ReplaceAll(jsonEsc(value), "/", `\/`), strings.ReplaceAll(jsonEsc(standin), "/", `\/`))
+	add(url.QueryEscape(value), url.QueryEscape(standin))
+	add(strings.ReplaceAll(value, "+", " "), standin) // a raw '+' read back from a query
+	add(url.PathEscape(value), url.PathEscape(standin))
+	add(hex.EncodeToString([]byte(value)), hex.EncodeToString([]byte(standin)))
+	add(strings.ToUpper(hex.EncodeToString([]byte(value))), strings.ToUpper(hex.EncodeToString([]byte(standin))))
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		for a := 0; a < 3; a++ {
+			add(base64Core(enc, a, value), base64Core(enc, a, standin))
+		}
+	}
+	return out
+}
+
+// base64Core is the part of x's base64 encoding, after a bytes of other
+// data, that depends on x's bytes alone.
+func base64Core(enc *base64.Encoding, a int, x string) string {
+	buf := append(make([]byte, a), x...)
+	e := enc.EncodeToString(buf)
+	from, to := (8*a+5)/6, (8*len(buf))/6
+	if to <= from {
+		return ""
+	}
+	return e[from:to]
 }
 
 // Secrets returns the secrets (for redacting a message).
@@ -145,8 +216,18 @@ func (w *Swapper) InjectRequest(r *http.Request, host string, port int) Injectio
 			vs[j] = nv
 		}
 	}
-	if r.URL != nil && r.URL.RawQuery != "" {
-		r.URL.RawQuery = swap(r.URL.RawQuery)
+	if r.URL != nil && r.URL.RawQuery != "" && strings.Contains(r.URL.RawQuery, StandinPrefix) {
+		// In a query the value goes URL-encoded: a '+' or '&' in it must
+		// arrive as itself.
+		q := r.URL.RawQuery
+		for _, i := range idx {
+			sec := w.secrets[i]
+			if strings.Contains(q, sec.Standin) {
+				q = strings.ReplaceAll(q, sec.Standin, url.QueryEscape(sec.Value))
+				used[i] = true
+			}
+		}
+		r.URL.RawQuery = q
 	}
 	for _, i := range idx {
 		sec := w.secrets[i]

@@ -12,7 +12,9 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -76,8 +78,12 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, h hop) {
 		p.reportRequest(*rec)
 		refuse(w, code, kind, "srt-mcp proxy: "+msg)
 	}
-	if r.Method == "TRACE" || r.Method == "TRACK" {
-		deny(http.StatusMethodNotAllowed, "trace-refused", "TRACE and TRACK are refused", r.Method+" is refused: its response would echo the request's headers, credentials included")
+	if m := strings.ToUpper(r.Method); m == "TRACE" || m == "TRACK" {
+		deny(http.StatusMethodNotAllowed, "trace-refused", "TRACE and TRACK are refused", printable.String(r.Method)+" is refused: its response would echo the request's headers, credentials included")
+		return
+	}
+	if strings.EqualFold(r.Method, http.MethodConnect) {
+		deny(http.StatusBadRequest, "bad-request-target", "CONNECT inside a tunnel", "CONNECT is not proxied inside a tunnel or as a cleartext request")
 		return
 	}
 	send := path
@@ -87,6 +93,11 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, h hop) {
 			return
 		}
 		norm := policy.NormalizeTarget(path)
+		if policy.EncodedTraversal(path) {
+			deny(http.StatusBadRequest, "ambiguous-request-target", "an encoded dot segment",
+				fmt.Sprintf("the request target %q holds a dot segment behind an encoded separator or a ;parameter (..%%2f, ..;), which upstreams resolve differently; send the path it means", printable.String(truncate(path, 200))))
+			return
+		}
 		if norm != path {
 			switch p.cfg.Network.AmbiguousRequestTarget {
 			case policy.TargetNormalize:
@@ -168,7 +179,7 @@ func (p *Proxy) proxyRequest(w http.ResponseWriter, r *http.Request, st *reqStat
 func (p *Proxy) reverse() *httputil.ReverseProxy {
 	p.reverseOnce.Do(func() {
 		p.rp = &httputil.ReverseProxy{
-			Transport:      p.upstream(),
+			Transport:      checked1xx{p: p, next: p.upstream()},
 			Rewrite:        p.rewrite,
 			ModifyResponse: p.modifyResponse,
 			ErrorHandler:   p.upstreamError,
@@ -205,12 +216,17 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	if !p.cfg.Swapper.Empty() {
 		// Every response is checked for the secrets' values (an upstream
 		// that stored one may hand it back later, to any request): ask
-		// only for encodings the proxy can read, identity or gzip.
+		// only for encodings the proxy can read, identity or gzip; never
+		// for part of a resource (two ranges could each hold half a
+		// value); never for compressed WebSocket frames.
 		if strings.Contains(strings.ToLower(out.Header.Get("Accept-Encoding")), "gzip") {
 			out.Header.Set("Accept-Encoding", "gzip")
 		} else {
 			out.Header.Del("Accept-Encoding")
 		}
+		out.Header.Del("Range")
+		out.Header.Del("If-Range")
+		out.Header.Del("Sec-WebSocket-Extensions")
 	}
 	if !st.inject {
 		return
@@ -243,16 +259,21 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	}
 }
 
-func (p *Proxy) modifyResponse(resp *http.Response) error {
-	st := resp.Request.Context().Value(stateKey{}).(*reqState)
+// stripHeaders removes the operator's stripResponseHeaders from h.
+func (p *Proxy) stripHeaders(h http.Header) {
 	for _, name := range p.cfg.Network.StripResponseHeaders {
 		fold := foldHeader(name)
-		for k := range resp.Header {
+		for k := range h {
 			if foldHeader(k) == fold {
-				resp.Header.Del(k)
+				h.Del(k)
 			}
 		}
 	}
+}
+
+func (p *Proxy) modifyResponse(resp *http.Response) error {
+	st := resp.Request.Context().Value(stateKey{}).(*reqState)
+	p.stripHeaders(resp.Header)
 	if p.cfg.Swapper.Empty() {
 		readAheadLarge(resp)
 		return nil
@@ -263,10 +284,17 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	}
 	credentials.RedactHeader(resp.Header, pairs)
 	if resp.StatusCode == http.StatusSwitchingProtocols {
-		// An upgraded connection (WebSocket) carries frames whose lengths
-		// a swap must keep: only same-length swaps are made in it, and an
-		// upgrade with a secret whose stand-in has another length is
-		// refused.
+		// An upgraded connection (WebSocket) carries frames: a value split
+		// across two of them, or compressed in one, is not seen. So no
+		// upgrade to a host a credential may be sent to; elsewhere no
+		// compression (the offer was taken out of the request) and only
+		// same-length swaps, which keep frame lengths.
+		if p.cfg.Swapper.InjectableAt(st.h.host, st.h.port) {
+			return fmt.Errorf("a masked credential may be sent to %s, and an upgraded connection to it (%s) cannot be checked for the value", reported(st.h.host), printable.String(resp.Header.Get("Upgrade")))
+		}
+		if len(resp.Header.Values("Sec-WebSocket-Extensions")) > 0 {
+			return fmt.Errorf("the upstream answered with WebSocket extensions the proxy did not offer")
+		}
 		if credentials.GrowsOrShrinks(pairs) {
 			return fmt.Errorf("an upgraded connection (%s) cannot be checked for a credential whose stand-in differs in length from its value", printable.String(resp.Header.Get("Upgrade")))
 		}
@@ -277,11 +305,42 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		resp.Body = &upgradedConn{Reader: credentials.NewReader(rwc, pairs, nil), rwc: rwc}
 		return nil
 	}
+	if resp.StatusCode == http.StatusPartialContent {
+		return fmt.Errorf("the upstream answered with part of a resource (206) the proxy did not ask for; parts are not checked for credentials' values")
+	}
 	if resp.Body == nil || resp.Body == http.NoBody || resp.Request.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
 	}
+	bodyPairs := pairs
+	if !textual(resp.Header.Get("Content-Type")) {
+		// A binary body (a package, an archive, an image) carries a value
+		// as it was stored, not re-spelled: scanning for one spelling
+		// keeps large downloads fast.
+		bodyPairs = credentials.Plain(pairs)
+	}
 	body := resp.Body
-	if enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc != "" && enc != "identity" {
+	if resp.Trailer != nil {
+		// Trailers arrive after the body: checked when it ends.
+		tr := resp.Trailer
+		body = &trailerCheck{ReadCloser: body, done: func() {
+			p.stripHeaders(tr)
+			credentials.RedactHeader(tr, pairs)
+		}}
+	}
+	var encs []string
+	for _, v := range resp.Header.Values("Content-Encoding") {
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.ToLower(strings.TrimSpace(e)); e != "" && e != "identity" {
+				encs = append(encs, e)
+			}
+		}
+	}
+	if len(encs) > 1 {
+		body.Close()
+		return fmt.Errorf("cannot check the response for credentials' values: it is encoded more than once (%s)", printable.String(strings.Join(encs, ", ")))
+	}
+	if len(encs) == 1 {
+		enc := encs[0]
 		var dec io.ReadCloser
 		var err error
 		switch enc {
@@ -303,13 +362,45 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		resp.ContentLength = -1
 	}
 	orig := body
-	resp.Body = &readCloser{Reader: credentials.NewReader(body, pairs, nil), close: orig.Close}
-	if credentials.GrowsOrShrinks(pairs) {
+	resp.Body = &readCloser{Reader: credentials.NewReader(body, bodyPairs, nil), close: orig.Close}
+	if credentials.GrowsOrShrinks(bodyPairs) {
 		resp.Header.Del("Content-Length")
 		resp.ContentLength = -1
 	}
 	readAheadLarge(resp)
 	return nil
+}
+
+// textual reports whether a Content-Type is text an API writes (or none
+// is given): JSON, XML, HTML, forms, YAML, CSV, JavaScript, multipart.
+func textual(ct string) bool {
+	ct = strings.ToLower(strings.TrimSpace(ct))
+	if ct == "" || strings.HasPrefix(ct, "text/") || strings.HasPrefix(ct, "multipart/") {
+		return true
+	}
+	for _, k := range []string{"json", "xml", "javascript", "ecmascript", "x-www-form-urlencoded", "yaml", "csv", "graphql", "ndjson"} {
+		if strings.Contains(ct, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// checked1xx is the upstream transport with informational responses'
+// headers (103 Early Hints, say: the reverse proxy passes them on before
+// any other hook) stripped and redacted like a final response's.
+type checked1xx struct {
+	p    *Proxy
+	next http.RoundTripper
+}
+
+func (c checked1xx) RoundTrip(r *http.Request) (*http.Response, error) {
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+		c.p.stripHeaders(http.Header(h))
+		credentials.RedactHeader(http.Header(h), c.p.cfg.Swapper.RedactPairs())
+		return nil
+	}}
+	return c.next.RoundTrip(r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
 }
 
 // readAheadLarge reads a large (or unsized) response body on a goroutine
@@ -532,6 +623,22 @@ type upgradedConn struct {
 
 func (c *upgradedConn) Write(b []byte) (int, error) { return c.rwc.Write(b) }
 func (c *upgradedConn) Close() error                { return c.rwc.Close() }
+
+// trailerCheck calls done when its body ends, before the reverse proxy
+// sends the trailers.
+type trailerCheck struct {
+	io.ReadCloser
+	done func()
+	once sync.Once
+}
+
+func (t *trailerCheck) Read(b []byte) (int, error) {
+	n, err := t.ReadCloser.Read(b)
+	if err != nil {
+		t.once.Do(t.done)
+	}
+	return n, err
+}
 
 type errReader struct{ err error }
 

@@ -36,7 +36,7 @@ func (p *Proxy) ServeHTTP(l net.Listener) error {
 		ConnState: func(c net.Conn, s http.ConnState) {
 			switch s {
 			case http.StateNew:
-				p.trackConn(c)
+				p.trackConn(c) // closes c past maxConns
 			case http.StateClosed, http.StateHijacked:
 				p.untrackConn(c)
 			}
@@ -105,27 +105,26 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var release func()
+	var ok bool
 	if terminate {
-		var ok bool
-		if release, ok = p.tunnelSlot(); !ok {
-			p.report(Decision{Protocol: "connect", Host: reported(host), Port: port, Rule: "too many TLS-terminated tunnels (network.tlsTerminate.maxTunnels)"})
-			refuse(w, http.StatusServiceUnavailable, "too-many-tunnels", "srt-mcp: too many TLS-terminated tunnels are open (network.tlsTerminate.maxTunnels); close some")
-			return
-		}
+		release, ok = p.tunnelSlot()
+	} else {
+		release, ok = p.opaqueSlot()
+	}
+	if !ok {
+		p.report(Decision{Protocol: "connect", Host: reported(host), Port: port, Rule: "too many tunnels open (network.tlsTerminate.maxTunnels)"})
+		refuse(w, http.StatusServiceUnavailable, "too-many-tunnels", "srt-mcp: too many tunnels are open (network.tlsTerminate.maxTunnels, 256 by default); close some")
+		return
 	}
 	hj, ok := w.(http.Hijacker)
 	if !ok {
-		if release != nil {
-			release()
-		}
+		release()
 		refuse(w, http.StatusInternalServerError, "", "srt-mcp proxy: cannot take over the connection")
 		return
 	}
 	c, brw, err := hj.Hijack()
 	if err != nil {
-		if release != nil {
-			release()
-		}
+		release()
 		return
 	}
 	// Bytes the client sent after the CONNECT head (a ClientHello sent
@@ -143,13 +142,18 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		p.terminate(conn, hop{scheme: "https", host: host, port: port, t: t}, release)
 		return
 	}
+	defer release()
 	p.tunnel(conn, t)
 }
 
 // mustSee says why a tunnel to host:port may not be opaque ("" when it
-// may be): a request rule names the host, or the operator refuses every
-// tunnel the proxy cannot see into.
+// may be): a request rule names the host, a masked credential may be sent
+// to it (what it hands back must be checked for the value), or the
+// operator refuses every tunnel the proxy cannot see into.
 func (p *Proxy) mustSee(host string, port int) string {
+	if p.cfg.Swapper.InjectableAt(host, port) {
+		return "a masked credential may be sent to " + reported(host) + ", so the proxy must see its traffic, and it cannot see into this tunnel (network.tlsTerminate off, the host in excludeDomains, SOCKS, or no TLS in the tunnel)"
+	}
 	if op, call := p.cfg.Network.RulesFor(host, port); len(op)+len(call) > 0 {
 		if p.cfg.CA == nil {
 			return "request rules apply to " + reported(host) + ", and the proxy cannot see into its HTTPS without network.tlsTerminate"

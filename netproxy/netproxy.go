@@ -101,6 +101,7 @@ type Proxy struct {
 
 	exclude   []policy.Pattern // tlsTerminate.excludeDomains
 	slots     chan struct{}    // one per terminated tunnel open (maxTunnels)
+	opaque    chan struct{}    // one per opaque tunnel open (CONNECT or SOCKS), as many
 	handshake time.Duration
 
 	innerOnce   sync.Once
@@ -124,6 +125,7 @@ func New(cfg Config) (*Proxy, error) {
 	p := &Proxy{cfg: cfg, conns: map[net.Conn]struct{}{}}
 	t := cfg.Network.TLSTerminate
 	p.slots = make(chan struct{}, t.Tunnels())
+	p.opaque = make(chan struct{}, t.Tunnels())
 	p.handshake = time.Duration(t.HandshakeMs()) * time.Millisecond
 	if t != nil {
 		for _, d := range t.ExcludeDomains {
@@ -135,6 +137,17 @@ func New(cfg Config) (*Proxy, error) {
 		}
 	}
 	return p, nil
+}
+
+// opaqueSlot takes one of the opaque tunnels' slots.
+func (p *Proxy) opaqueSlot() (release func(), ok bool) {
+	select {
+	case p.opaque <- struct{}{}:
+		var once sync.Once
+		return func() { once.Do(func() { <-p.opaque }) }, true
+	default:
+		return nil, false
+	}
 }
 
 // report sends a connection-level decision to OnDecision.
@@ -194,17 +207,22 @@ func (p *Proxy) track(l net.Listener) bool {
 
 func (p *Proxy) trackConn(c net.Conn) bool {
 	p.mu.Lock()
-	closed := p.closed
-	if !closed {
+	closed, full := p.closed, len(p.conns) >= maxConns
+	if !closed && !full {
 		p.conns[c] = struct{}{}
 	}
 	p.mu.Unlock()
-	if closed {
+	if closed || full {
 		c.Close() // outside p.mu: a tunnel's Close untracks itself
 		return false
 	}
 	return true
 }
+
+// maxConns bounds the connections one proxy holds (the sandbox's to it
+// and the proxy's upstream): everything a sandbox can make its proxy
+// hold is bounded, whatever its own descriptor limits.
+const maxConns = 4096
 
 func (p *Proxy) untrackConn(c net.Conn) {
 	p.mu.Lock()

@@ -43,10 +43,17 @@ func (p *Proxy) ServeSOCKS(l net.Listener) error {
 		if err != nil {
 			return err
 		}
+		release, ok := p.opaqueSlot()
+		if !ok {
+			c.Close() // too many tunnels open
+			continue
+		}
 		if !p.trackConn(c) {
+			release()
 			continue
 		}
 		go func() {
+			defer release()
 			defer p.untrackConn(c)
 			_ = srv.ServeConn(c)
 		}()
@@ -80,6 +87,11 @@ func (r socksRules) Allow(ctx context.Context, req *socks5.Request) (context.Con
 	}
 	t, d := r.p.check(ctx, "socks5", host, dst.Port)
 	if !d.Allow {
+		return ctx, false
+	}
+	// A SOCKS tunnel is opaque: refused where the proxy must see in.
+	if why := r.p.mustSee(host, dst.Port); why != "" {
+		r.p.report(Decision{Protocol: "socks5", Host: reported(host), Port: dst.Port, Rule: why})
 		return ctx, false
 	}
 	return context.WithValue(ctx, targetKey{}, t), true

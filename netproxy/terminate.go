@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/printable"
 )
 
 // hop is where one request goes, as the proxy judged it.
@@ -85,8 +86,8 @@ func (p *Proxy) terminate(c net.Conn, h hop, release func()) {
 	}
 	pc := &prefixConn{Conn: c, prefix: first}
 	if first[0] != 0x16 { // not a TLS handshake record
-		release()
 		if why := p.mustSee(h.host, h.port); why != "" {
+			release()
 			p.report(Decision{Protocol: "connect", Host: reported(h.host), Port: h.port, Rule: why + " (the tunnel does not carry TLS)"})
 			p.untrackConn(c)
 			c.Close()
@@ -94,7 +95,8 @@ func (p *Proxy) terminate(c net.Conn, h hop, release func()) {
 		}
 		_ = c.SetDeadline(time.Time{})
 		p.untrackConn(c)
-		p.opaque(pc, h.t)
+		p.passThrough(pc, h.t) // holding the tunnel's slot until it closes
+		release()
 		return
 	}
 	tc := tls.Server(pc, &tls.Config{
@@ -163,8 +165,8 @@ func plainDNSName(s string) bool {
 	return true
 }
 
-// opaque copies a CONNECT's bytes both ways after its 200 was sent.
-func (p *Proxy) opaque(client net.Conn, t target) {
+// passThrough copies a CONNECT's bytes both ways after its 200 was sent.
+func (p *Proxy) passThrough(client net.Conn, t target) {
 	if !p.trackConn(client) {
 		return
 	}
@@ -297,13 +299,15 @@ func (p *Proxy) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ch, err := policy.CanonicalHost(nh)
-		if err != nil || ch != target || np != h.port {
+		if err != nil {
+			refuse(w, http.StatusBadRequest, "bad-host", "srt-mcp proxy: the request names a host that is not a valid name: "+printable.String(truncate(n, 200)))
+			return
+		}
+		if ch != target || np != h.port {
 			if mismatch == "" {
 				mismatch = "host " + reported(n)
 			}
-			if err == nil {
-				other = append(other, ch)
-			}
+			other = append(other, ch)
 		}
 	}
 	if mismatch != "" {

@@ -283,21 +283,25 @@ func TestTerminateRedactsStoredValueReadBackCompressed(t *testing.T) {
 }
 
 func TestTerminateUpgradedConnectionIsRedacted(t *testing.T) {
-	upgradeEcho := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, brw, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			return
+	sec := credentialFor("api.example.com") // long: its stand-in has its length
+	// An upstream that hands back a value it holds (stored by an earlier
+	// request, say) on an upgraded connection.
+	upgradeEcho := func(value string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			c, brw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+			fmt.Fprintf(brw, "stored %s auth=%s\n", value, r.Header.Get("Authorization"))
+			brw.Flush()
 		}
-		defer c.Close()
-		fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-		fmt.Fprintf(brw, "echo %s\n", r.Header.Get("Authorization"))
-		brw.Flush()
-	})
-	open := func(h *tlsHarness) (int, string) {
-		h.up.Config.Handler = upgradeEcho
-		tc := h.tunnel("api.example.com", "api.example.com")
+	}
+	open := func(h *tlsHarness, host string) (int, string) {
+		tc := h.tunnel(host, host)
 		defer tc.Close()
-		fmt.Fprintf(tc, "GET /ws HTTP/1.1\r\nHost: api.example.com:%s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nAuthorization: Bearer %s\r\n\r\n", h.upPort, h.secrets[0].Standin)
+		fmt.Fprintf(tc, "GET /ws HTTP/1.1\r\nHost: %s:%s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nAuthorization: Bearer %s\r\n\r\n", host, h.upPort, h.secrets[0].Standin)
 		br := bufio.NewReader(tc)
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
@@ -310,15 +314,21 @@ func TestTerminateUpgradedConnectionIsRedacted(t *testing.T) {
 		}
 		return resp.StatusCode, string(rest)
 	}
-	sec := credentialFor("api.example.com") // long: its stand-in has its length
-	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}}, sec)
-	code, rest := open(h)
-	if code != 101 || strings.Contains(rest, sec.Value) || !strings.Contains(rest, h.secrets[0].Standin) {
+	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com", "other.example.com"}}, sec)
+	h.up.Config.Handler = upgradeEcho(sec.Value)
+	// To the host the credential goes to: no upgrade at all.
+	if code, rest := open(h, "api.example.com"); code != http.StatusBadGateway || strings.Contains(rest, sec.Value) {
+		t.Fatalf("an upgrade to an injection host: %d %q", code, rest)
+	}
+	// Elsewhere: the connection's bytes are swapped back.
+	code, rest := open(h, "other.example.com")
+	if code != 101 || strings.Contains(rest, sec.Value) || !strings.Contains(rest, "stored "+h.secrets[0].Standin) {
 		t.Fatalf("upgraded echo: %d %q", code, rest)
 	}
-	short := credentials.Secret{Name: "SHORT", Value: "short-secret", InjectHosts: []string{"api.example.com"}}
-	h = newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}}, short)
-	if code, rest := open(h); code != http.StatusBadGateway || strings.Contains(rest, "short-secret") {
+	short := credentials.Secret{Name: "SHORT", Value: "short-secret-but-16", InjectHosts: []string{"api.example.com"}}
+	h = newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com", "other.example.com"}}, short)
+	h.up.Config.Handler = upgradeEcho(short.Value)
+	if code, rest := open(h, "other.example.com"); code != http.StatusBadGateway || strings.Contains(rest, short.Value) {
 		t.Fatalf("an upgrade with a length-changing swap must be refused: %d %q", code, rest)
 	}
 }

@@ -390,6 +390,30 @@ func NormalizeTarget(p string) string {
 	return r
 }
 
+// EncodedTraversal reports whether a path holds a dot segment that only
+// appears once "%2f" or "%5c" is read as a separator, or a ";parameter"
+// is dropped from a segment ("..%2fadmin", "..;/admin"): upstreams that
+// read it so (Go's and most routers, IIS, Tomcat) go where no rule
+// judged. No mode forwards such a path.
+func EncodedTraversal(p string) bool {
+	for _, raw := range strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == '\\' }) {
+		low := strings.ToLower(raw)
+		if !strings.Contains(low, "%2f") && !strings.Contains(low, "%5c") && !strings.Contains(low, ";") {
+			continue // a plain dot segment is NormalizeTarget's
+		}
+		dec := strings.ReplaceAll(replaceFoldAll(replaceFoldAll(raw, "%2f", "/"), "%5c", "/"), `\`, "/")
+		for _, seg := range strings.Split(dec, "/") {
+			if i := strings.IndexByte(seg, ';'); i >= 0 {
+				seg = seg[:i]
+			}
+			if seg = replaceFoldAll(seg, "%2e", "."); seg == "." || seg == ".." {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func replaceFoldAll(s, old, new string) string {
 	var b strings.Builder
 	for {

@@ -128,7 +128,7 @@ func prepareEgress(s *Spec, cache, home string, proxy bool) (*egressPrep, error)
 		if err != nil {
 			return nil, errorf(ErrCodeInternal, "stand-in file: %v", err)
 		}
-		_, werr := tmp.WriteString(sec.Standin)
+		_, werr := tmp.WriteString(sec.Standin + sec.Suffix)
 		cerr := tmp.Close()
 		p.cleanup = append(p.cleanup, tmp.Name())
 		if werr != nil || cerr != nil || os.Chmod(tmp.Name(), 0o644) != nil {
