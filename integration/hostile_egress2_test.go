@@ -7,6 +7,8 @@ package integration
 import (
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -229,4 +231,87 @@ func TestHostileEgressOtherCAKeysInView(t *testing.T) {
 	if n := strings.Count(out, "PRIVATE KEY"); n > 0 {
 		t.Errorf("a sandbox read %d interception CA key(s) of srt-mcp's other caches or state directory in its view of the home directory: %q", n, out)
 	}
+}
+
+// egAuditFlood is Python that sends n requests to the run's proxy, each
+// with a method of methodLen bytes (a token: any length the request head
+// allows) and an ambiguous target, which the proxy refuses without an
+// upstream; each refusal is a request record.
+func egAuditFlood(host string, n, methodLen int) string {
+	return fmt.Sprintf(`python3 -c '
+import os, socket, base64, urllib.parse as p
+u = p.urlsplit(os.environ["HTTP_PROXY"])
+auth = base64.b64encode((p.unquote(u.username) + ":" + p.unquote(u.password)).encode()).decode()
+m = "M" * %d
+for i in range(%d):
+    s = socket.create_connection((u.hostname, u.port))
+    s.sendall((m + " http://%s/a/../b HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nProxy-Authorization: Basic " + auth + "\r\n\r\n").encode())
+    while s.recv(65536):
+        pass
+    s.close()
+print("sent")
+'`, methodLen, n, host, host)
+}
+
+// Every request a session's run makes through its proxy is a line of the
+// session's audit log, which lives in the state directory beside every
+// quota and is kept after the session ends. The line carries the method
+// as the sandbox spelled it, of any length the request head allows
+// (256 KiB), and nothing bounds how many lines a run writes: a caller
+// fills the host's disk from inside one session, at the proxy's speed,
+// with requests that never leave the host.
+func TestHostileEgressAuditFlood(t *testing.T) {
+	parallel(t)
+	up := nwStart(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }), false)
+	host := "api.example.com:" + up.port
+	state := filepath.Join(reachableTempDir(t), "state")
+	srv, err := startServeEnv(t, nil, append(pinned("api.example.com"), "--allow-domain", host, "--state-dir", state)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, srv.url)
+	sv, isErr := callTool(t, c, "create_session", map[string]any{"language": "python"})
+	sid, _ := sv["session_id"].(string)
+	if isErr || sid == "" {
+		t.Fatalf("create_session: %v", sv)
+	}
+	audit := filepath.Join(state, "audit", sid+".jsonl")
+	size := func() int64 {
+		fi, err := os.Stat(audit)
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	t.Run("long-methods", func(t *testing.T) {
+		before := size()
+		v, _ := callTool(t, c, "execute_code", map[string]any{"session_id": sid, "command": egAuditFlood(host, 32, 200_000)})
+		if v["exit_code"] != float64(0) {
+			t.Fatalf("flood: %.400v", v)
+		}
+		if grew := size() - before; grew > 1<<20 {
+			t.Errorf("32 refused requests grew the session's audit log by %d bytes: a request's method is recorded at any length", grew)
+		}
+	})
+	t.Run("sessionless-server-log", func(t *testing.T) {
+		// A run without a session writes its records to the server's log.
+		before := len(srv.logs.String())
+		v, _ := callTool(t, c, "execute_code", map[string]any{"command": egAuditFlood(host, 32, 200_000)})
+		if v["exit_code"] != float64(0) {
+			t.Fatalf("flood: %.400v", v)
+		}
+		if grew := len(srv.logs.String()) - before; grew > 1<<20 {
+			t.Errorf("32 refused requests of a run without a session grew the server's log by %d bytes", grew)
+		}
+	})
+	t.Run("many-requests", func(t *testing.T) {
+		before := size()
+		v, _ := callTool(t, c, "execute_code", map[string]any{"session_id": sid, "command": egAuditFlood(host, 20_000, 8)})
+		if v["exit_code"] != float64(0) {
+			t.Fatalf("flood: %.400v", v)
+		}
+		if grew := size() - before; grew > 4<<20 {
+			t.Errorf("one run grew the session's audit log by %d bytes with refused requests that never left the host: nothing bounds it", grew)
+		}
+	})
 }
