@@ -128,7 +128,10 @@ func eventSize(ev runner.Event) int64 {
 		n += int64(len(f.Path) + len(f.Op))
 	}
 	if v := ev.Violation; v != nil {
-		n += int64(len(v.Host) + len(v.Path) + len(v.Rule) + len(v.Action) + len(v.Protocol))
+		n += int64(len(v.Host) + len(v.Path) + len(v.Rule) + len(v.Action) + len(v.Protocol) + len(v.Method) + len(v.Reason))
+		for _, c := range v.Credentials {
+			n += int64(len(c))
+		}
 	}
 	for _, t := range ev.Truncated {
 		n += int64(len(t))

@@ -56,19 +56,18 @@ func TestHostileEgressMaskedFileMovedAway(t *testing.T) {
 	settings := egMaskedFileSettings(t, t.TempDir(), filepath.Join(w, "cfg", "token"))
 	flags := append(pinned("api.example.com"), "--allow-domain", "api.example.com:1", "--allow-write", ".", "--settings", settings)
 
+	// A masked file inside a path the run may write is refused: the run
+	// could move it away (or replace it, and the proxy would send what
+	// the sandbox chose as the credential).
 	r := sh(t, w, flags, `cat cfg/token; echo; mv cfg cfg.moved && mkdir cfg && echo decoy > cfg/token && echo moved`)
-	if strings.Contains(r.stdout, real) {
-		t.Fatalf("the first run read the real value: %q", r.stdout)
+	if strings.Contains(r.stdout, real) || strings.Contains(r.stdout, "moved") {
+		t.Fatalf("a run with a masked file in a writable path ran: %q", r.stdout)
 	}
-	if !strings.Contains(r.stdout, "srtmcp_masked_") {
-		t.Fatalf("the first run did not see the stand-in: %q %q", r.stdout, r.stderr)
+	if msg := egErrorMessage(r); !strings.Contains(msg, "credentials.files") || !strings.Contains(msg, "may write") {
+		t.Fatalf("the refusal must name the masked file and why: %q %q", r.stdout, r.stderr)
 	}
-	r = sh(t, w, flags, `cat cfg/token; echo; cat cfg.moved/token 2>/dev/null; true`)
-	if strings.Contains(r.stdout, real) {
-		t.Errorf("a masked credential file's directory was moved away in one run and its real value read in the next: %q", r.stdout)
-	}
-	if b, err := os.ReadFile(filepath.Join(w, "cfg", "token")); err == nil && !strings.Contains(string(b), real) {
-		t.Errorf("the masked name now holds %q, a value the sandbox chose, which the proxy would send as the credential", b)
+	if b, err := os.ReadFile(filepath.Join(w, "cfg", "token")); err != nil || string(b) != real {
+		t.Errorf("the masked file changed: %q %v", b, err)
 	}
 }
 
@@ -104,18 +103,13 @@ func TestHostileEgressExtraCAInWritableRoot(t *testing.T) {
 	flags := append(pinned("api.example.com"), "--allow-domain", host, "--allow-write", ".", "--settings", settings)
 	curl := `curl -sS -o /dev/null -w '%{http_code}\n' -H "Authorization: Bearer $EG_TOKEN" https://` + host + `/echo`
 
-	r := egRun(t, w, flags, "sh", "-c", curl)
-	if up.sawSecret() {
-		t.Fatalf("setup: the upstream got the secret before the plant: %q %q", r.stdout, r.stderr)
+	// A run that could write an extra CA the proxy trusts is refused.
+	r := egRun(t, w, flags, "sh", "-c", `printf '%s' '`+string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: up.Certificate().Raw}))+`' > certs/corp-ca.pem && echo planted; `+curl)
+	if strings.Contains(r.stdout, "planted") || up.sawSecret() {
+		t.Fatalf("a run could replace an extraCaCertPaths file: %q %q", r.stdout, r.stderr)
 	}
-	attacker := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: up.Certificate().Raw})
-	r = egRun(t, w, flags, "sh", "-c", `printf '%s' '`+string(attacker)+`' > certs/corp-ca.pem && echo planted`)
-	if !strings.Contains(r.stdout, "planted") {
-		t.Fatalf("plant: %q %q", r.stdout, r.stderr)
-	}
-	r = egRun(t, w, flags, "sh", "-c", curl)
-	if up.sawSecret() {
-		t.Errorf("a CA the sandbox wrote into an extraCaCertPaths file became a root the proxy verifies upstreams with: the real credential went to a server only that CA vouches for (%q)", r.stdout)
+	if msg := egErrorMessage(r); !strings.Contains(msg, "extraCaCertPaths") {
+		t.Fatalf("the refusal must name extraCaCertPaths: %q %q", r.stdout, r.stderr)
 	}
 }
 
@@ -314,4 +308,14 @@ func TestHostileEgressAuditFlood(t *testing.T) {
 			t.Errorf("one run grew the session's audit log by %d bytes with refused requests that never left the host: nothing bounds it", grew)
 		}
 	})
+}
+
+// egErrorMessage is the message of a run's error event ("" if none).
+func egErrorMessage(r nwResult) string {
+	for _, e := range r.events {
+		if e["type"] == "error" {
+			return fmt.Sprint(e["message"])
+		}
+	}
+	return ""
 }

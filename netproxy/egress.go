@@ -2,10 +2,12 @@ package netproxy
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 
 	"github.com/srt-mcp/srt-mcp/credentials"
 	"github.com/srt-mcp/srt-mcp/policy"
@@ -25,6 +27,7 @@ import (
 // import netproxy, which imports it for Violation).
 func Egress(cfg runner.EgressConfig, httpL, socksL net.Listener, report func(runner.Violation)) (io.Closer, error) {
 	n := cfg.Network
+	var recorded, unrecorded atomic.Int64
 	dec, err := policy.NewDecider(n)
 	if err != nil {
 		return nil, err
@@ -51,6 +54,13 @@ func Egress(cfg runner.EgressConfig, httpL, socksL net.Listener, report func(run
 			report(v)
 		},
 		OnRequest: func(r Request) {
+			// Each request is an event and an audit line: a run that
+			// makes thousands (a loop of refused requests) gets its first
+			// maxRequestRecords recorded and a count of the rest.
+			if recorded.Add(1) > maxRequestRecords {
+				unrecorded.Add(1)
+				return
+			}
 			report(runner.Violation{Kind: "request", Decision: r.Decision, Host: printable.String(r.Host), Port: r.Port, Path: r.Path, Rule: r.Rule,
 				Protocol: r.Scheme, Method: r.Method, Status: r.Status, Credentials: r.Credentials, BytesOut: r.BytesOut, BytesIn: r.BytesIn})
 		},
@@ -74,20 +84,27 @@ func Egress(cfg runner.EgressConfig, httpL, socksL net.Listener, report func(run
 	}
 	go p.ServeHTTP(httpL)
 	go p.ServeSOCKS(socksL)
-	return &egressCloser{p: p, report: report}, nil
+	return &egressCloser{p: p, report: report, unrecorded: &unrecorded}, nil
 }
 
 // Egress is what the runner's option asks for.
 var _ runner.EgressFunc = Egress
 
+// maxRequestRecords bounds the request records of one execution.
+const maxRequestRecords = 1000
+
 // egressCloser stops the proxy and reports what it carried.
 type egressCloser struct {
-	p      *Proxy
-	report func(runner.Violation)
+	p          *Proxy
+	report     func(runner.Violation)
+	unrecorded *atomic.Int64
 }
 
 func (e *egressCloser) Close() error {
 	err := e.p.Close()
+	if n := e.unrecorded.Load(); n > 0 {
+		e.report(runner.Violation{Kind: "request", Decision: "unrecorded", Rule: fmt.Sprintf("%d more requests were not recorded (at most %d per execution)", n, maxRequestRecords)})
+	}
 	if out, in := e.p.Bytes(); out+in > 0 {
 		e.report(runner.Violation{Kind: "network", Decision: "transfer", BytesOut: out, BytesIn: in})
 	}

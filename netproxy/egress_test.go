@@ -89,6 +89,15 @@ func TestEgress(t *testing.T) {
 	if code, body := get("http://pinned.test:" + port + "/"); code != 200 || body != "hello-through-egress" {
 		t.Fatalf("the pinned, allowed name: %d %q", code, body)
 	}
+	// The request's record is made after its response is written.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+	}
 	if code, _ := get("http://other.test:" + port + "/"); code != http.StatusForbidden {
 		t.Fatalf("a name not allowed: %d", code)
 	}

@@ -72,7 +72,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, h hop) {
 		scheme = "http"
 	}
 	path, query := spelledTarget(r)
-	rec := &Request{Time: time.Now().UTC(), Scheme: scheme, Method: printable.String(r.Method), Host: reported(h.host), Port: h.port, Path: printable.String(truncate(path, 512))}
+	rec := &Request{Time: time.Now().UTC(), Scheme: scheme, Method: printable.String(truncate(r.Method, 32)), Host: reported(h.host), Port: h.port, Path: printable.String(truncate(path, 512))}
 	deny := func(code int, kind, rule, msg string) {
 		rec.Decision, rec.Rule, rec.Status = "deny", rule, code
 		p.reportRequest(*rec)

@@ -312,7 +312,7 @@ func (p *Proxy) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	if mismatch != "" {
 		if p.cfg.Network.RequireHostMatch {
-			p.reportRequest(Request{Scheme: "https", Method: r.Method, Host: reported(h.host), Port: h.port, Path: pathOf(r), Decision: "deny",
+			p.reportRequest(Request{Scheme: "https", Method: printable.String(truncate(r.Method, 32)), Host: reported(h.host), Port: h.port, Path: pathOf(r), Decision: "deny",
 				Rule: "network.requireHostMatch: the " + mismatch + " is not the tunnel's target " + reported(h.host), Status: http.StatusMisdirectedRequest})
 			refuse(w, http.StatusMisdirectedRequest, "host-mismatch", "srt-mcp proxy: the "+mismatch+" does not match the tunnel's target "+reported(h.host)+" (network.requireHostMatch)")
 			return
@@ -325,7 +325,7 @@ func (p *Proxy) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			if d := p.cfg.Decider.Decide(n, h.port); !d.Allow {
-				p.reportRequest(Request{Scheme: "https", Method: r.Method, Host: reported(h.host), Port: h.port, Path: pathOf(r), Decision: "deny", Rule: d.Rule + " (named in a tunnel to " + reported(h.host) + ")", Status: http.StatusForbidden})
+				p.reportRequest(Request{Scheme: "https", Method: printable.String(truncate(r.Method, 32)), Host: reported(h.host), Port: h.port, Path: pathOf(r), Decision: "deny", Rule: d.Rule + " (named in a tunnel to " + reported(h.host) + ")", Status: http.StatusForbidden})
 				p.blocked(w, n, h.port, d.Rule)
 				return
 			}

@@ -112,15 +112,15 @@ type CredentialEnv struct {
 	Name string `json:"name"`
 	Mode string `json:"mode"`
 	// InjectHosts are the hosts the real value may be sent to (domain
-	// patterns); nil: network.allowed_domains.
-	InjectHosts []string `json:"inject_hosts,omitempty"`
+	// patterns); nil: network.allowed_domains; empty: none.
+	InjectHosts []string `json:"inject_hosts"`
 }
 
 // CredentialFile is one file entry: the file's whole content is the value.
 type CredentialFile struct {
 	Path        string   `json:"path"`
 	Mode        string   `json:"mode"`
-	InjectHosts []string `json:"inject_hosts,omitempty"`
+	InjectHosts []string `json:"inject_hosts"` // as CredentialEnv's
 }
 
 // Names lists every entry's name (files by path), in order.

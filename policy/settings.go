@@ -315,6 +315,11 @@ func parseCredentials(raw json.RawMessage) (*Credentials, error) {
 					case ek == "mode":
 						err = strictUnmarshal(ev, &mode, kf)
 					case ek == "injectHosts" || ek == "inject_hosts":
+						// An empty list is "no host", not the default
+						// (every allowed domain); null is the default.
+						if string(bytes.TrimSpace(ev)) != "null" {
+							hosts = []string{}
+						}
 						err = appendList(ev, &hosts, kf)
 					case ek == "extract" || ek == "onExtractNoMatch" || ek == "decode" || ek == "maskClaims" || ek == "maskDuplicates":
 						err = unsupported(kf, "structured masking (extract, decode, maskClaims) is not implemented by srt-mcp: the whole value is masked; remove the key")

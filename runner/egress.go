@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/srt-mcp/srt-mcp/credentials"
@@ -58,6 +59,25 @@ type egressPrep struct {
 	deny    []string          // host paths hidden (denied credential files)
 	secrets []credentials.Secret
 	cleanup []string // files to remove when the run ends
+	// operator are the operator's files the proxy trusts or the sandbox
+	// must not change: masked credential files, extraCaCertPaths, the
+	// CA's files. None may lie in a path the run may write.
+	operator []struct{ field, path string }
+}
+
+// checkPlan refuses a run that could change a file the proxy trusts: a
+// masked credential file it could move away (its next run would read
+// the stand-in's neighbour, or a decoy, as the value), an extra CA it
+// could replace (the proxy would trust the sandbox's upstream).
+func (p *egressPrep) checkPlan(plan *Plan) error {
+	for _, o := range p.operator {
+		for _, w := range plan.Writable {
+			if policy.Within(o.path, w.Src) || policy.Within(o.path, w.Dst) {
+				return errorf(ErrCodeInvalidPolicy, "%s %s lies inside %s, which this run may write: a run could replace or move it; keep it out of every writable path", o.field, o.path, w.Dst)
+			}
+		}
+	}
+	return nil
 }
 
 // prepareEgress mints the stand-ins, writes the trust bundle and the
@@ -69,6 +89,17 @@ func prepareEgress(s *Spec, cache, home string, proxy bool) (*egressPrep, error)
 	var m EgressMaterial
 	if s.Egress != nil {
 		m = *s.Egress
+	}
+	if t := n.TLSTerminate; t != nil {
+		for i, x := range t.ExtraCACertPaths {
+			p.operator = append(p.operator, struct{ field, path string }{fmt.Sprintf("network.tlsTerminate.extraCaCertPaths[%d]", i), policy.ExpandPath(x, "/", home)})
+		}
+		if t.CAKeyPath != "" {
+			key := policy.ExpandPath(t.CAKeyPath, "/", home)
+			p.deny = append(p.deny, key) // never in the sandbox's view
+			p.operator = append(p.operator, struct{ field, path string }{"network.tlsTerminate.caKeyPath", key},
+				struct{ field, path string }{"network.tlsTerminate.caCertPath", policy.ExpandPath(t.CACertPath, "/", home)})
+		}
 	}
 	if n.TLSTerminate != nil && proxy && len(n.AllowedDomains) > 0 {
 		if len(m.CACert) == 0 || len(m.CAKey) == 0 {
@@ -121,6 +152,7 @@ func prepareEgress(s *Spec, cache, home string, proxy bool) (*egressPrep, error)
 			p.deny = append(p.deny, path)
 			continue
 		}
+		p.operator = append(p.operator, struct{ field, path string }{"credentials.files " + f.Path, path})
 		if cache == "" {
 			return nil, errorf(ErrCodeUnavailable, "a masked credential file needs a private cache directory for its stand-in (set XDG_RUNTIME_DIR or HOME)")
 		}

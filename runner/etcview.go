@@ -38,6 +38,12 @@ var etcViewMu sync.Mutex
 // user, that others may write, or that has an ancestor another user could
 // change (see checkPrivateDir). The path returned is canonical.
 func CacheRoot(dir string) (string, error) {
+	candidates := cacheCandidates(dir)
+	return cacheRootOf(candidates)
+}
+
+// cacheCandidates are the directories CacheRoot may use, in order.
+func cacheCandidates(dir string) []string {
 	var candidates []string
 	switch {
 	case dir != "":
@@ -52,6 +58,25 @@ func CacheRoot(dir string) (string, error) {
 			candidates = append(candidates, filepath.Join(c, "srt-mcp"))
 		}
 	}
+	return candidates
+}
+
+// PrivateDirs are every directory srt-mcp may keep private things in for
+// this user (the interception CA's key among them): each cache candidate
+// and each default state directory, whichever a run or a server used.
+// No sandbox sees them, even under a directory its policy exposes.
+func PrivateDirs() []string {
+	out := append(cacheCandidates(""), "/run/srt-mcp", "/var/lib/srt-mcp")
+	if x := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
+		out = append(out, filepath.Join(x, "srt-mcp"))
+	}
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		out = append(out, filepath.Join(home, ".local", "state", "srt-mcp"), filepath.Join(home, ".cache", "srt-mcp"))
+	}
+	return out
+}
+
+func cacheRootOf(candidates []string) (string, error) {
 	var lastErr error = errors.New("no private cache directory (set XDG_RUNTIME_DIR or HOME)")
 	for _, c := range candidates {
 		if err := os.MkdirAll(filepath.Dir(c), 0o700); err != nil {

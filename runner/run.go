@@ -200,6 +200,7 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 	if cache != "" {
 		reserved = []string{cache}
 	}
+	hide := append(append([]string(nil), s.Hide...), PrivateDirs()...)
 	ed := etcDir(cache)
 	tr("etcdir")
 	eg, err := prepareEgress(s, cache, home, opts.Egress != nil)
@@ -212,9 +213,12 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 		fsPolicy.DenyRead = append(append([]string(nil), fsPolicy.DenyRead...), eg.deny...)
 	}
 	plan, err := BuildPlan(PlanInput{FS: fsPolicy, Cwd: s.Cwd, Home: home, Extra: s.Mounts, TmpBytes: s.Policy.Limits.TmpBytes,
-		EtcDir: ed, Ceiling: s.Ceiling, PrivateCwd: s.PrivateCwd, Hide: s.Hide, Reserved: reserved, Overlay: eg.overlay})
+		EtcDir: ed, Ceiling: s.Ceiling, PrivateCwd: s.PrivateCwd, Hide: hide, Reserved: reserved, Overlay: eg.overlay})
 	tr("planned")
 	if err != nil {
+		return err
+	}
+	if err := eg.checkPlan(plan); err != nil {
 		return err
 	}
 	r.plan = plan

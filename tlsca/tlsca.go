@@ -177,10 +177,24 @@ func LoadOrCreateCA(dir string) (certPEM, keyPEM []byte, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, err
 	}
+	// Runs starting together on a fresh directory must not each make a
+	// CA (one's key kept beside another's certificate): one makes it,
+	// under the directory's lock, and the others read it.
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return nil, nil, err
+	}
 	certPath, keyPath := filepath.Join(dir, CACertFile), filepath.Join(dir, CAKeyFile)
 	keyPEM, kerr := readPrivate(keyPath)
 	certPEM, cerr := readNoFollow(certPath)
 	if kerr == nil && cerr == nil {
+		if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+			return nil, nil, fmt.Errorf("%s: the egress CA's certificate and key do not belong together (%v); remove the directory to make a new CA", dir, err)
+		}
 		return certPEM, keyPEM, nil
 	}
 	if !errors.Is(kerr, os.ErrNotExist) && kerr != nil {
@@ -206,10 +220,19 @@ func LoadCAFiles(certPath, keyPath string) (certPEM, keyPEM []byte, err error) {
 	if certPEM, err = os.ReadFile(certPath); err != nil {
 		return nil, nil, fmt.Errorf("network.tlsTerminate.caCertPath: %v", err)
 	}
-	if keyPEM, err = os.ReadFile(keyPath); err != nil {
+	f, err := os.Open(keyPath)
+	if err != nil {
 		return nil, nil, fmt.Errorf("network.tlsTerminate.caKeyPath: %v", err)
 	}
-	return certPEM, keyPEM, nil
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || st.Mode().Perm()&0o077 != 0 {
+		return nil, nil, fmt.Errorf("network.tlsTerminate.caKeyPath %s: a key others may read is not used (whoever reads it can mint certificates every sandbox trusts); chmod 600 it", keyPath)
+	}
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(f); err != nil {
+		return nil, nil, fmt.Errorf("network.tlsTerminate.caKeyPath: %v", err)
+	}
+	return certPEM, b.Bytes(), nil
 }
 
 func readNoFollow(path string) ([]byte, error) {
@@ -343,9 +366,11 @@ func UpstreamRoots(extraPaths []string) (*x509.CertPool, error) {
 }
 
 // bundleKeep is how long an unused trust bundle stays: a run that found
-// one touches it, so only bundles no run has used for this long (an old
-// CA's, an old extraCaCertPaths') are removed.
-const bundleKeep = time.Hour
+// one touches it, so only bundles no run has started with for this long
+// (an old CA's, an old extraCaCertPaths') are removed. A day: longer than
+// a run lasts, so a Docker run (which reads the bundle by path, not
+// through a mount) never loses it midway.
+const bundleKeep = 24 * time.Hour
 
 // WriteBundle keeps bundle in dir under a name made from its content
 // (written whole, 0644: certificates only) and returns its path. Bundles
