@@ -412,7 +412,7 @@ func readAheadLarge(resp *http.Response) {
 		(resp.ContentLength >= 0 && resp.ContentLength < readAheadMin) {
 		return
 	}
-	resp.Body = newReadAhead(resp.Body)
+	resp.Body = newReadAhead(resp.Body, resp.ContentLength)
 }
 
 // copyBuffers are the reverse proxy's copy buffers: 128 KiB, so a large
@@ -430,6 +430,7 @@ const readAheadMin = 256 << 10
 // readAhead is a body read ahead into a few reused buffers.
 type readAhead struct {
 	src  io.ReadCloser
+	left int64       // bytes of the body still to come; -1: unknown
 	full chan []byte // filled buffers, in order; closed at the source's end
 	free chan []byte
 	done chan struct{}
@@ -444,8 +445,12 @@ const (
 	readAheadSize = 64 << 10
 )
 
-func newReadAhead(src io.ReadCloser) *readAhead {
-	r := &readAhead{src: src, full: make(chan []byte, readAheadBufs), free: make(chan []byte, readAheadBufs+1), done: make(chan struct{})}
+// newReadAhead starts reading src ahead. With the body's length known
+// (size >= 0) each buffer is filled whole, or to the body's end (a TLS
+// connection hands out one 16 KiB record per read), instead of passed on
+// after the first read.
+func newReadAhead(src io.ReadCloser, size int64) *readAhead {
+	r := &readAhead{src: src, left: size, full: make(chan []byte, readAheadBufs), free: make(chan []byte, readAheadBufs+1), done: make(chan struct{})}
 	for i := 0; i < readAheadBufs+1; i++ {
 		r.free <- make([]byte, readAheadSize)
 	}
@@ -462,7 +467,14 @@ func (r *readAhead) fill() {
 		case <-r.done:
 			return
 		}
-		n, err := io.ReadAtLeast(r.src, b, 1)
+		want := 1
+		if r.left > 0 {
+			want = int(min(int64(len(b)), r.left))
+		}
+		n, err := io.ReadAtLeast(r.src, b, want)
+		if r.left > 0 {
+			r.left -= int64(n)
+		}
 		if n > 0 {
 			select {
 			case r.full <- b[:n]:
