@@ -273,7 +273,14 @@ func summary(sn service.Snapshot) string {
 			errs.Write(e.Data)
 		case service.EventViolation:
 			if v := e.Violation; v != nil && v.Decision == "deny" {
-				fmt.Fprintf(&errs, "[sandbox] denied %s %s%s (%s)\n", v.Kind, v.Host, portSuffix(v.Port), v.Rule)
+				switch {
+				case v.Kind == "request":
+					fmt.Fprintf(&errs, "[sandbox] denied %s %s%s%s (%s)\n", v.Method, v.Host, portSuffix(v.Port), v.Path, v.Rule)
+				case v.Reason != "":
+					fmt.Fprintf(&errs, "[sandbox] denied %s %s%s: %s (%s)\n", v.Kind, v.Host, portSuffix(v.Port), v.Reason, v.Rule)
+				default:
+					fmt.Fprintf(&errs, "[sandbox] denied %s %s%s (%s)\n", v.Kind, v.Host, portSuffix(v.Port), v.Rule)
+				}
 			}
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -330,5 +332,51 @@ func TestTerminateUpgradedConnectionIsRedacted(t *testing.T) {
 	h.up.Config.Handler = upgradeEcho(short.Value)
 	if code, rest := open(h, "other.example.com"); code != http.StatusBadGateway || strings.Contains(rest, short.Value) {
 		t.Fatalf("an upgrade with a length-changing swap must be refused: %d %q", code, rest)
+	}
+}
+
+func TestRuleSetHeadersNeverInCleartext(t *testing.T) {
+	rules := []policy.RequestRule{{Host: "api.example.com", SetHeaders: map[string]string{"X-Org": "acme"}}}
+	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}, RequestRules: rules})
+	h.get("api.example.com", "/echo")
+	if got := h.seen[0].Header.Get("X-Org"); got != "acme" {
+		t.Fatalf("over TLS the rule's header is set: %q", got)
+	}
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.Header.Get("X-Org")) }))
+	defer plain.Close()
+	_, port, _ := net.SplitHostPort(plain.Listener.Addr().String())
+	for _, allow := range []bool{false, true} {
+		h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}, RequestRules: rules, AllowPlaintextHeaderSet: allow})
+		pu := &url.URL{Scheme: "http", User: url.UserPassword("srt", h.token), Host: h.addr}
+		c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}
+		resp, err := c.Get("http://api.example.com:" + port + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if allow && (resp.StatusCode != 200 || string(b) != "acme") {
+			t.Errorf("allowPlaintextHeaderSet: %d %q", resp.StatusCode, b)
+		}
+		if !allow && (resp.StatusCode != 403 || resp.Header.Get(BlockedHeader) != "plaintext-header-set") {
+			t.Errorf("a header set in cleartext without allowPlaintextHeaderSet: %d %q", resp.StatusCode, b)
+		}
+	}
+}
+
+func TestDeniedResolvedAddresses(t *testing.T) {
+	// api.example.com resolves to 127.0.0.1, which the harness allows as
+	// a range; the operator's deniedResolvedAddresses take it back.
+	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}, DeniedResolvedAddresses: []string{"127.0.0.0/8"}})
+	c, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	auth := base64.StdEncoding.EncodeToString([]byte("srt:" + h.token))
+	fmt.Fprintf(c, "CONNECT api.example.com:%s HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic %s\r\n\r\n", h.upPort, auth)
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
+	if err != nil || resp.StatusCode != 403 || !strings.Contains(resp.Header.Get("X-Srt-Mcp-Rule"), "denied_resolved_addresses: 127.0.0.0/8") {
+		t.Fatalf("%v %v", resp, err)
 	}
 }

@@ -172,8 +172,13 @@ func describeViolation(v *runner.Violation) string {
 	if v == nil {
 		return "violation"
 	}
-	if v.Kind == "network" {
+	switch {
+	case v.Kind == "network" && v.Reason != "":
+		return fmt.Sprintf("network %s %s:%d: %s (%s)", v.Decision, v.Host, v.Port, v.Reason, v.Rule)
+	case v.Kind == "network":
 		return fmt.Sprintf("network %s %s:%d (%s)", v.Decision, v.Host, v.Port, v.Rule)
+	case v.Kind == "request":
+		return fmt.Sprintf("request %s %s %s:%d%s (%s)", v.Decision, v.Method, v.Host, v.Port, v.Path, v.Rule)
 	}
 	return fmt.Sprintf("%s: %s (%s)", v.Path, v.Action, v.Rule)
 }
