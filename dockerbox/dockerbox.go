@@ -180,7 +180,12 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		return fail(err)
 	}
 	b.binMount = privateBinDir(filepath.Join(cfg.StateDir, "bin"))
+	// In the exec stage's private tmpfs when there is one: a container's
+	// mount table then shows a path inside it, never the state directory.
 	b.trustDir = filepath.Join(cfg.StateDir, "trust")
+	if b.binMount != "" {
+		b.trustDir = filepath.Join(b.binMount, "trust")
+	}
 	if err := os.MkdirAll(b.trustDir, 0o755); err != nil {
 		return fail(&runner.Error{Code: runner.ErrCodeSandboxFailed, Message: "trust bundle directory: " + err.Error()})
 	}
