@@ -8,9 +8,11 @@ package netproxy
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -25,6 +27,7 @@ import (
 
 	"github.com/srt-mcp/srt-mcp/credentials"
 	"github.com/srt-mcp/srt-mcp/policy"
+	"github.com/srt-mcp/srt-mcp/runner"
 )
 
 // storedValue makes h's upstream a store: POST keeps the body, any GET
@@ -163,7 +166,20 @@ func TestAttackRound2OtherEncodersSpellings(t *testing.T) {
 		name   string
 		render func(w http.ResponseWriter, stored []byte)
 		decode func(body string) string
+		value  string // when not value
 	}{
+		{
+			// HTML and XML escape & < > " ': an HTML page (an error page
+			// that quotes what it got, a rendered Markdown document, an
+			// XML API) spells a password with them otherwise.
+			name:  "HTML-escaped (an error page, rendered Markdown, XML)",
+			value: "pa<ss>wo&rd-0123456789-real-secret-xyz",
+			render: func(w http.ResponseWriter, stored []byte) {
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+				fmt.Fprintf(w, "<p>invalid value: <code>%s</code></p>", html.EscapeString(string(stored)))
+			},
+			decode: func(body string) string { return html.UnescapeString(body) },
+		},
 		{
 			// .NET's System.Text.Json (and others that make JSON safe
 			// for HTML) escape '+' as \u002B: uppercase hex, a character
@@ -239,6 +255,10 @@ func TestAttackRound2OtherEncodersSpellings(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			value := value
+			if c.value != "" {
+				value = c.value
+			}
 			sec := credentials.Secret{Name: "T", Value: value, InjectHosts: []string{"api.example.com"}}
 			h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}}, sec)
 			storedValue(h, func(w http.ResponseWriter, r *http.Request, stored []byte) {
@@ -296,5 +316,94 @@ func TestAttackRound2StalledResponsesHoldMemory(t *testing.T) {
 	t.Logf("%d KiB held per stalled response; %d MiB for maxConns (%d) of them", per>>10, total>>20, maxConns)
 	if total > 1<<30 {
 		t.Fatalf("one sandbox can make its proxy hold %d MiB outside its memory limit (%d KiB per stalled response, %d connections)", total>>20, per>>10, maxConns)
+	}
+}
+
+func TestAttackRound2RecordCapHidesCredentialUse(t *testing.T) {
+	// Round 1 caps request records at 1000 per execution and counts the
+	// rest. The sandbox picks which 1000: a thousand refused TRACEs
+	// (they never reach an upstream) first, and then every request that
+	// carries the real credential, to any path, is missing from the
+	// audit log; only "N more requests" remains.
+	_, port := upstream(t, "ok")
+	var mu sync.Mutex
+	var got []runner.Violation
+	hl, _ := net.Listen("tcp", "127.0.0.1:0")
+	sl, _ := net.Listen("tcp", "127.0.0.1:0")
+	n := policy.Network{AllowedDomains: []string{"pinned.test:" + port}, AllowedIPRanges: []string{"127.0.0.0/8"},
+		Hosts: map[string]string{"pinned.test": "127.0.0.1"}}
+	secrets := []credentials.Secret{{Name: "TOKEN", Value: "the-real-secret-value-0123456789-abcdefgh", InjectHosts: []string{"pinned.test"}}}
+	credentials.MintAll(secrets)
+	closer, err := Egress(runner.EgressConfig{Network: n, Token: "tok", Secrets: secrets, AllowPlaintextInject: true}, hl, sl, func(v runner.Violation) {
+		mu.Lock()
+		got = append(got, v)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: hl.Addr().String(), User: url.UserPassword("srt", "tok")})}}
+	do := func(method, path string, hdr ...string) {
+		req, _ := http.NewRequest(method, "http://pinned.test:"+port+path, nil)
+		if len(hdr) == 2 {
+			req.Header.Set(hdr[0], hdr[1])
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	for i := 0; i < maxRequestRecords; i++ {
+		do("TRACE", "/")
+	}
+	do("DELETE", "/repos/acme/everything", "Authorization", "Bearer "+secrets[0].Standin)
+	time.Sleep(200 * time.Millisecond)
+	closer.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, v := range got {
+		if v.Kind == "request" && len(v.Credentials) > 0 {
+			return
+		}
+	}
+	t.Fatalf("the request that carried TOKEN (DELETE /repos/acme/everything) left no record: a sandbox that first makes %d refused requests uses its credentials unaudited", maxRequestRecords)
+}
+
+func TestAttackRound2UpstreamErrorQuotesValue(t *testing.T) {
+	// The proxy's own 502 quotes the transport's error, redacted for the
+	// raw spelling only (credentials.Redact), not the spellings round 1
+	// added. The query carries the value URL-encoded, and a service that
+	// echoes the request line (echo, a line-based service's "unknown
+	// command" on another port of the injection host) makes Go's
+	// transport fail with `malformed HTTP status code "/?k=<value>"`.
+	// Low: it needs such a service on an injection host.
+	sec := credentials.Secret{Name: "T", Value: "q+Zb/8Kx3R+0wPv/Y5nA2dLm9Tc7Hs1fEg4Ju6Io==", InjectHosts: []string{"api.example.com"}}
+	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}}, sec)
+	l, err := tls.Listen("tcp", "127.0.0.1:0", h.up.TLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); io.Copy(c, c) }()
+		}
+	}()
+	_, echoPort, _ := net.SplitHostPort(l.Addr().String())
+	resp, err := h.client().Get("https://api.example.com:" + echoPort + "/?k=" + h.secrets[0].Standin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(b), url.QueryEscape(sec.Value)) {
+		t.Fatalf("the proxy's error quoted the value URL-encoded: %s", b)
 	}
 }
