@@ -37,6 +37,9 @@ type Secret struct {
 	Standin string `json:"standin,omitempty"`
 	// InjectHosts are the domain patterns Value may be sent to.
 	InjectHosts []string `json:"inject_hosts"`
+	// InjectBody: the value may go into request bodies too (see
+	// policy.CredentialEnv.InjectBody).
+	InjectBody bool `json:"inject_body,omitempty"`
 	// Suffix is a file's line ending after the value (not part of it:
 	// a header cannot carry it); the stand-in file ends with it too.
 	Suffix string `json:"suffix,omitempty"`
@@ -87,7 +90,7 @@ func Resolve(c *policy.Credentials, allowed []string, getenv func(string) (strin
 		if err := checkValue(field, e.Name, v); err != nil {
 			return nil, err
 		}
-		out = append(out, Secret{Name: e.Name, Value: v, InjectHosts: hostsOf(e.InjectHosts)})
+		out = append(out, Secret{Name: e.Name, Value: v, InjectHosts: hostsOf(e.InjectHosts), InjectBody: e.InjectBody})
 	}
 	for i, f := range c.Files {
 		if f.Mode != policy.CredentialMask {
@@ -104,7 +107,7 @@ func Resolve(c *policy.Credentials, allowed []string, getenv func(string) (strin
 		if err := checkValue(field, f.Path, value); err != nil {
 			return nil, err
 		}
-		out = append(out, Secret{Name: f.Path, File: path, Value: value, Suffix: v[len(value):], InjectHosts: hostsOf(f.InjectHosts)})
+		out = append(out, Secret{Name: f.Path, File: path, Value: value, Suffix: v[len(value):], InjectHosts: hostsOf(f.InjectHosts), InjectBody: f.InjectBody})
 	}
 	return out, nil
 }

@@ -126,6 +126,19 @@ func (w *Swapper) RedactPairs() []Pair {
 // Empty reports whether there is nothing to swap.
 func (w *Swapper) Empty() bool { return w == nil || len(w.secrets) == 0 }
 
+// BodyInjection reports whether any secret may go into request bodies.
+func (w *Swapper) BodyInjection() bool {
+	if w == nil {
+		return false
+	}
+	for _, s := range w.secrets {
+		if s.InjectBody {
+			return true
+		}
+	}
+	return false
+}
+
 // InjectableAt reports whether any secret may be sent to host:port.
 func (w *Swapper) InjectableAt(host string, port int) bool {
 	return len(w.forHost(host, port)) > 0
@@ -231,6 +244,9 @@ func (w *Swapper) InjectRequest(r *http.Request, host string, port int) Injectio
 	}
 	for _, i := range idx {
 		sec := w.secrets[i]
+		if !sec.InjectBody {
+			continue
+		}
 		inj.Body = append(inj.Body, Pair{Old: []byte(sec.Standin), New: []byte(sec.Value)})
 		inj.BodyNames = append(inj.BodyNames, sec.Name)
 		if len(sec.Standin) != len(sec.Value) {
@@ -246,6 +262,12 @@ func (w *Swapper) InjectRequest(r *http.Request, host string, port int) Injectio
 		inj.Redact = append(append([]Pair(nil), extra...), w.redact...)
 	}
 	return inj
+}
+
+// RedactAll swaps every pair in b (a message, not a stream).
+func RedactAll(pairs []Pair, b []byte) []byte {
+	out, _ := io.ReadAll(NewReader(bytes.NewReader(b), pairs, nil))
+	return out
 }
 
 // RedactHeader swaps real values back to stand-ins in every value of h.
@@ -293,7 +315,7 @@ func NewReader(r io.Reader, pairs []Pair, onSwap func(int)) io.Reader {
 	if len(ps) == 0 {
 		return r
 	}
-	const chunk = 64 << 10
+	const chunk = 32 << 10
 	return &swapReader{r: r, pairs: ps, keep: max - 1, onSwap: onSwap, in: make([]byte, 0, chunk+max), out: make([]byte, 0, chunk+max)}
 }
 
@@ -309,6 +331,7 @@ type swapReader struct {
 	out    []byte // swapped, not yet returned
 	off    int    // out[off:] is still to return
 	err    error  // the source's error, once it is done
+	next   []int  // process's per-pair next match
 }
 
 func (s *swapReader) Read(p []byte) (int, error) {
@@ -335,7 +358,9 @@ func (s *swapReader) Read(p []byte) (int, error) {
 }
 
 // process moves what can no longer be the start of a match from in to
-// out, swapping whole matches.
+// out, swapping whole matches. Each pair's next match is remembered and
+// looked for again only once the scan has passed it: a buffer full of
+// matches costs one pass per pair, not one per match.
 func (s *swapReader) process() {
 	safe := len(s.in) - s.keep
 	if s.err != nil {
@@ -344,26 +369,44 @@ func (s *swapReader) process() {
 	if safe <= 0 {
 		return
 	}
+	s.next = s.next[:0]
+	for _, p := range s.pairs {
+		s.next = append(s.next, indexFrom(s.in, p.Old, 0))
+	}
 	i := 0
 	for i < safe {
 		at, which := -1, -1
 		for k, p := range s.pairs {
-			j := bytes.Index(s.in[i:], p.Old)
-			if j >= 0 && (at < 0 || j < at) {
-				at, which = j, k
+			if s.next[k] >= 0 && s.next[k] < i {
+				s.next[k] = indexFrom(s.in, p.Old, i)
+			}
+			if n := s.next[k]; n >= 0 && (at < 0 || n < at) {
+				at, which = n, k
 			}
 		}
-		if at < 0 || i+at >= safe {
+		if at < 0 || at >= safe {
 			s.out = append(s.out, s.in[i:safe]...)
 			i = safe
 			break
 		}
-		s.out = append(s.out, s.in[i:i+at]...)
+		s.out = append(s.out, s.in[i:at]...)
 		s.out = append(s.out, s.pairs[which].New...)
 		if s.onSwap != nil {
 			s.onSwap(which)
 		}
-		i += at + len(s.pairs[which].Old)
+		i = at + len(s.pairs[which].Old)
 	}
 	s.in = s.in[:copy(s.in, s.in[i:])]
+}
+
+// indexFrom is the index of sub in b at or after from, or -1.
+func indexFrom(b, sub []byte, from int) int {
+	if from > len(b) {
+		return -1
+	}
+	j := bytes.Index(b[from:], sub)
+	if j < 0 {
+		return -1
+	}
+	return from + j
 }

@@ -27,7 +27,7 @@ import (
 // import netproxy, which imports it for Violation).
 func Egress(cfg runner.EgressConfig, httpL, socksL net.Listener, report func(runner.Violation)) (io.Closer, error) {
 	n := cfg.Network
-	var recorded, unrecorded atomic.Int64
+	var deniedRecords, allowedRecords, unrecorded atomic.Int64
 	dec, err := policy.NewDecider(n)
 	if err != nil {
 		return nil, err
@@ -54,12 +54,21 @@ func Egress(cfg runner.EgressConfig, httpL, socksL net.Listener, report func(run
 			report(v)
 		},
 		OnRequest: func(r Request) {
-			// Each request is an event and an audit line: a run that
-			// makes thousands (a loop of refused requests) gets its first
-			// maxRequestRecords recorded and a count of the rest.
-			if recorded.Add(1) > maxRequestRecords {
-				unrecorded.Add(1)
-				return
+			// Each request is an event and an audit line. A request that
+			// carried a credential is always recorded; of the others, a
+			// run gets its first maxRequestRecords refused ones and
+			// maxAllowedRecords allowed ones recorded and a count of the
+			// rest (a loop of refused requests cannot push the ones that
+			// matter out).
+			if len(r.Credentials) == 0 {
+				n, max := &deniedRecords, int64(maxRequestRecords)
+				if r.Decision == "allow" {
+					n, max = &allowedRecords, maxAllowedRecords
+				}
+				if n.Add(1) > max {
+					unrecorded.Add(1)
+					return
+				}
 			}
 			report(runner.Violation{Kind: "request", Decision: r.Decision, Host: printable.String(r.Host), Port: r.Port, Path: r.Path, Rule: r.Rule,
 				Protocol: r.Scheme, Method: r.Method, Status: r.Status, Credentials: r.Credentials, BytesOut: r.BytesOut, BytesIn: r.BytesIn})
@@ -90,8 +99,12 @@ func Egress(cfg runner.EgressConfig, httpL, socksL net.Listener, report func(run
 // Egress is what the runner's option asks for.
 var _ runner.EgressFunc = Egress
 
-// maxRequestRecords bounds the request records of one execution.
-const maxRequestRecords = 1000
+// maxRequestRecords and maxAllowedRecords bound the records of refused
+// and of allowed requests (without a credential) of one execution.
+const (
+	maxRequestRecords = 1000
+	maxAllowedRecords = 10000
+)
 
 // egressCloser stops the proxy and reports what it carried.
 type egressCloser struct {
@@ -103,7 +116,7 @@ type egressCloser struct {
 func (e *egressCloser) Close() error {
 	err := e.p.Close()
 	if n := e.unrecorded.Load(); n > 0 {
-		e.report(runner.Violation{Kind: "request", Decision: "unrecorded", Rule: fmt.Sprintf("%d more requests were not recorded (at most %d per execution)", n, maxRequestRecords)})
+		e.report(runner.Violation{Kind: "request", Decision: "unrecorded", Rule: fmt.Sprintf("%d more requests were not recorded (per execution: every one that carried a credential, %d refused, %d allowed)", n, maxRequestRecords, maxAllowedRecords)})
 	}
 	if out, in := e.p.Bytes(); out+in > 0 {
 		e.report(runner.Violation{Kind: "network", Decision: "transfer", BytesOut: out, BytesIn: in})

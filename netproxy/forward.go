@@ -275,7 +275,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	st := resp.Request.Context().Value(stateKey{}).(*reqState)
 	p.stripHeaders(resp.Header)
 	if p.cfg.Swapper.Empty() {
-		readAheadLarge(resp)
+		p.readAheadLarge(resp)
 		return nil
 	}
 	pairs := st.inj.Redact
@@ -319,14 +319,14 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		bodyPairs = credentials.Plain(pairs)
 	}
 	body := resp.Body
-	if resp.Trailer != nil {
-		// Trailers arrive after the body: checked when it ends.
-		tr := resp.Trailer
-		body = &trailerCheck{ReadCloser: body, done: func() {
-			p.stripHeaders(tr)
-			credentials.RedactHeader(tr, pairs)
-		}}
-	}
+	// Trailers arrive after the body, announced or not (the client adds
+	// unannounced ones to resp.Trailer at the end): checked when it ends.
+	body = &trailerCheck{ReadCloser: body, done: func() {
+		if resp.Trailer != nil {
+			p.stripHeaders(resp.Trailer)
+			credentials.RedactHeader(resp.Trailer, pairs)
+		}
+	}}
 	var encs []string
 	for _, v := range resp.Header.Values("Content-Encoding") {
 		for _, e := range strings.Split(v, ",") {
@@ -367,7 +367,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		resp.Header.Del("Content-Length")
 		resp.ContentLength = -1
 	}
-	readAheadLarge(resp)
+	p.readAheadLarge(resp)
 	return nil
 }
 
@@ -407,13 +407,25 @@ func (c checked1xx) RoundTrip(r *http.Request) (*http.Response, error) {
 // of its own, a few buffers ahead: decrypting the upstream's TLS (and
 // scanning for secrets) then runs beside encrypting for the client,
 // on another core, instead of taking turns with it.
-func readAheadLarge(resp *http.Response) {
+func (p *Proxy) readAheadLarge(resp *http.Response) {
 	if resp.Body == nil || resp.Body == http.NoBody || resp.Request.Method == http.MethodHead ||
 		(resp.ContentLength >= 0 && resp.ContentLength < readAheadMin) {
 		return
 	}
-	resp.Body = newReadAhead(resp.Body, resp.ContentLength)
+	// A few at a time per proxy: each holds its buffers while its client
+	// is slow, and the proxy's memory is outside the sandbox's limit.
+	select {
+	case p.readAheads <- struct{}{}:
+	default:
+		return
+	}
+	ra := newReadAhead(resp.Body, resp.ContentLength)
+	ra.release = func() { <-p.readAheads }
+	resp.Body = ra
 }
+
+// maxReadAheads bounds the bodies one proxy reads ahead at once.
+const maxReadAheads = 8
 
 // copyBuffers are the reverse proxy's copy buffers: 128 KiB, so a large
 // body is written (and flushed) in fewer, fuller TLS writes.
@@ -438,6 +450,8 @@ type readAhead struct {
 	buf  []byte // cur's buffer, back to free when cur is used up
 	err  error  // the source's error, after full is closed
 	once sync.Once
+	// release gives back the proxy's read-ahead slot, once.
+	release func()
 }
 
 const (
@@ -510,7 +524,12 @@ func (r *readAhead) Read(p []byte) (int, error) {
 }
 
 func (r *readAhead) Close() error {
-	r.once.Do(func() { close(r.done) })
+	r.once.Do(func() {
+		close(r.done)
+		if r.release != nil {
+			r.release()
+		}
+	})
 	return r.src.Close()
 }
 
@@ -518,7 +537,7 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	st, _ := r.Context().Value(stateKey{}).(*reqState)
 	msg := err.Error()
 	if p.cfg.Swapper != nil && st != nil {
-		msg = credentials.Redact(p.cfg.Swapper.Secrets(), msg)
+		msg = string(credentials.RedactAll(p.cfg.Swapper.RedactPairs(), []byte(msg)))
 	}
 	code := http.StatusBadGateway
 	if st != nil {

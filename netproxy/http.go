@@ -151,6 +151,9 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 // to it (what it hands back must be checked for the value), or the
 // operator refuses every tunnel the proxy cannot see into.
 func (p *Proxy) mustSee(host string, port int) string {
+	if p.cfg.Swapper.BodyInjection() {
+		return "a masked credential may be put into request bodies (injectBody), so a value an API stores could come back through any tunnel the proxy cannot see into; every such tunnel is refused"
+	}
 	if p.cfg.Swapper.InjectableAt(host, port) {
 		return "a masked credential may be sent to " + reported(host) + ", so the proxy must see its traffic, and it cannot see into this tunnel (network.tlsTerminate off, the host in excludeDomains, SOCKS, or no TLS in the tunnel)"
 	}

@@ -99,10 +99,11 @@ type Proxy struct {
 
 	bytesOut, bytesIn atomic.Int64 // upstream traffic, all connections
 
-	exclude   []policy.Pattern // tlsTerminate.excludeDomains
-	slots     chan struct{}    // one per terminated tunnel open (maxTunnels)
-	opaque    chan struct{}    // one per opaque tunnel open (CONNECT or SOCKS), as many
-	handshake time.Duration
+	exclude    []policy.Pattern // tlsTerminate.excludeDomains
+	slots      chan struct{}    // one per terminated tunnel open (maxTunnels)
+	opaque     chan struct{}    // one per opaque tunnel open (CONNECT or SOCKS), as many
+	readAheads chan struct{}    // bodies read ahead at once (maxReadAheads)
+	handshake  time.Duration
 
 	innerOnce   sync.Once
 	innerSrv    *innerServer
@@ -126,6 +127,7 @@ func New(cfg Config) (*Proxy, error) {
 	t := cfg.Network.TLSTerminate
 	p.slots = make(chan struct{}, t.Tunnels())
 	p.opaque = make(chan struct{}, t.Tunnels())
+	p.readAheads = make(chan struct{}, maxReadAheads)
 	p.handshake = time.Duration(t.HandshakeMs()) * time.Millisecond
 	if t != nil {
 		for _, d := range t.ExcludeDomains {
@@ -222,7 +224,7 @@ func (p *Proxy) trackConn(c net.Conn) bool {
 // maxConns bounds the connections one proxy holds (the sandbox's to it
 // and the proxy's upstream): everything a sandbox can make its proxy
 // hold is bounded, whatever its own descriptor limits.
-const maxConns = 4096
+const maxConns = 1024
 
 func (p *Proxy) untrackConn(c net.Conn) {
 	p.mu.Lock()

@@ -236,8 +236,10 @@ func credentialFor(host string) credentials.Secret {
 func TestTerminateRedactsStoredValueReadBackCompressed(t *testing.T) {
 	// The sandbox stores the real value at an injection host through a
 	// body swap (any "create" API), then reads it back gzip-encoded, in
-	// a request that carries no credential at all.
+	// a request that carries no credential at all (the operator turned
+	// body injection on).
 	sec := credentialFor("api.example.com")
+	sec.InjectBody = true
 	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}}, sec)
 	var stored []byte
 	h.up.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -378,5 +380,34 @@ func TestDeniedResolvedAddresses(t *testing.T) {
 	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
 	if err != nil || resp.StatusCode != 403 || !strings.Contains(resp.Header.Get("X-Srt-Mcp-Rule"), "denied_resolved_addresses: 127.0.0.0/8") {
 		t.Fatalf("%v %v", resp, err)
+	}
+}
+
+func TestInjectBodyIsOptIn(t *testing.T) {
+	// By default a stand-in in a body stays a stand-in (an API could store
+	// the value and hand it back in a form no scan knows); with
+	// injectBody the value goes in, and no tunnel may be opaque.
+	for _, on := range []bool{false, true} {
+		sec := credentialFor("api.example.com")
+		sec.InjectBody = on
+		h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com", "other.example.com"},
+			TLSTerminate: &policy.TLSTerminate{ExcludeDomains: []string{"other.example.com"}}}, sec)
+		req, _ := http.NewRequest("POST", h.url("api.example.com", "/echo"), strings.NewReader("v="+h.secrets[0].Standin))
+		h.do(req)
+		got := h.seenBody[len(h.seenBody)-1]
+		if on != strings.Contains(got, sec.Value) {
+			t.Errorf("injectBody %v: the upstream got %q", on, got)
+		}
+		c, err := net.Dial("tcp", h.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth := base64.StdEncoding.EncodeToString([]byte("srt:" + h.token))
+		fmt.Fprintf(c, "CONNECT other.example.com:%s HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic %s\r\n\r\n", h.upPort, auth)
+		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
+		c.Close()
+		if err != nil || (resp.StatusCode == 200) == on {
+			t.Errorf("injectBody %v: an opaque tunnel to another host: %v %v", on, resp, err)
+		}
 	}
 }

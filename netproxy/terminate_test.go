@@ -181,7 +181,7 @@ func TestTerminateForwardsOverVerifiedTLS(t *testing.T) {
 
 func TestTerminateInjectsOnlyTowardsItsHosts(t *testing.T) {
 	sec := credentials.Secret{Name: "GH_TOKEN", Value: "ghp_realsecretvalue0123456789abcdefABCDEFGH", InjectHosts: []string{"api.example.com"}}
-	other := credentials.Secret{Name: "OTHER", Value: "other-real-secret-value-xyz", InjectHosts: []string{"other.example.com"}}
+	other := credentials.Secret{Name: "OTHER", Value: "other-real-secret-value-xyz", InjectHosts: []string{"other.example.com"}, InjectBody: true}
 	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com", "other.example.com"}}, sec, other)
 	standin, otherStandin := h.secrets[0].Standin, h.secrets[1].Standin
 	if len(standin) != len(sec.Value) {

@@ -114,6 +114,12 @@ type CredentialEnv struct {
 	// InjectHosts are the hosts the real value may be sent to (domain
 	// patterns); nil: network.allowed_domains; empty: none.
 	InjectHosts []string `json:"inject_hosts"`
+	// InjectBody lets the proxy put the value into request bodies too
+	// (srt-mcp's key; srt always does). Off by default: a value put into
+	// a body can be stored by the API and handed back in a form no scan
+	// recognises (an archive, wrapped base64, an HTML page); with it on,
+	// every tunnel the proxy cannot see into is refused.
+	InjectBody bool `json:"inject_body,omitempty"`
 }
 
 // CredentialFile is one file entry: the file's whole content is the value.
@@ -121,6 +127,7 @@ type CredentialFile struct {
 	Path        string   `json:"path"`
 	Mode        string   `json:"mode"`
 	InjectHosts []string `json:"inject_hosts"` // as CredentialEnv's
+	InjectBody  bool     `json:"inject_body,omitempty"`
 }
 
 // Names lists every entry's name (files by path), in order.
@@ -396,6 +403,10 @@ func NormalizeTarget(p string) string {
 // read it so (Go's and most routers, IIS, Tomcat) go where no rule
 // judged. No mode forwards such a path.
 func EncodedTraversal(p string) bool {
+	// An upstream that decodes twice reads %252f as %2f, then as "/".
+	for i := 0; i < 3 && strings.Contains(strings.ToLower(p), "%25"); i++ {
+		p = replaceFoldAll(p, "%25", "%")
+	}
 	for _, raw := range strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == '\\' }) {
 		low := strings.ToLower(raw)
 		if !strings.Contains(low, "%2f") && !strings.Contains(low, "%5c") && !strings.Contains(low, ";") {

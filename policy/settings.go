@@ -307,6 +307,7 @@ func parseCredentials(raw json.RawMessage) (*Credentials, error) {
 				}
 				var name, mode string
 				var hosts []string
+				var body bool
 				for _, ek := range sortedKeys(eobj) {
 					ev, kf := eobj[ek], ef+"."+ek
 					switch {
@@ -321,6 +322,8 @@ func parseCredentials(raw json.RawMessage) (*Credentials, error) {
 							hosts = []string{}
 						}
 						err = appendList(ev, &hosts, kf)
+					case ek == "injectBody" || ek == "inject_body":
+						err = strictUnmarshal(ev, &body, kf)
 					case ek == "extract" || ek == "onExtractNoMatch" || ek == "decode" || ek == "maskClaims" || ek == "maskDuplicates":
 						err = unsupported(kf, "structured masking (extract, decode, maskClaims) is not implemented by srt-mcp: the whole value is masked; remove the key")
 					default:
@@ -328,7 +331,7 @@ func parseCredentials(raw json.RawMessage) (*Credentials, error) {
 						if k == "files" {
 							want = "\"path\""
 						}
-						err = settingsErr(kf, "unknown key; an entry takes "+want+", \"mode\" and \"injectHosts\"")
+						err = settingsErr(kf, "unknown key; an entry takes "+want+", \"mode\", \"injectHosts\" and \"injectBody\"")
 					}
 					if err != nil {
 						return nil, err
@@ -338,9 +341,9 @@ func parseCredentials(raw json.RawMessage) (*Credentials, error) {
 					return nil, settingsErr(ef, "every entry names its source (\"name\" of a variable, \"path\" of a file)")
 				}
 				if k == "files" {
-					c.Files = append(c.Files, CredentialFile{Path: name, Mode: mode, InjectHosts: hosts})
+					c.Files = append(c.Files, CredentialFile{Path: name, Mode: mode, InjectHosts: hosts, InjectBody: body})
 				} else {
-					c.EnvVars = append(c.EnvVars, CredentialEnv{Name: name, Mode: mode, InjectHosts: hosts})
+					c.EnvVars = append(c.EnvVars, CredentialEnv{Name: name, Mode: mode, InjectHosts: hosts, InjectBody: body})
 				}
 			}
 		case "allowPlaintextInject", "allow_plaintext_inject":

@@ -109,7 +109,7 @@ var settingsCases = map[string]struct {
 	"credentials.json": {want: &Policy{
 		Network: Network{AllowedDomains: []string{"api.github.com", "github.com"}, TLSTerminate: &TLSTerminate{}},
 		Credentials: &Credentials{
-			EnvVars: []CredentialEnv{{Name: "GH_TOKEN", Mode: "mask", InjectHosts: []string{"api.github.com"}}, {Name: "AWS_SECRET_ACCESS_KEY", Mode: "deny"}},
+			EnvVars: []CredentialEnv{{Name: "GH_TOKEN", Mode: "mask", InjectHosts: []string{"api.github.com"}, InjectBody: true}, {Name: "AWS_SECRET_ACCESS_KEY", Mode: "deny"}},
 			Files:   []CredentialFile{{Path: "~/.config/token", Mode: "mask"}},
 		},
 	}},

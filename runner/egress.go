@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/srt-mcp/srt-mcp/credentials"
 	"github.com/srt-mcp/srt-mcp/policy"
@@ -65,6 +66,15 @@ type egressPrep struct {
 	operator []struct{ field, path string }
 }
 
+// realPath is path with its links resolved (as it is where the sandbox
+// could reach it), or path when it cannot be resolved.
+func realPath(path string) string {
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	return path
+}
+
 // checkPlan refuses a run that could change a file the proxy trusts: a
 // masked credential file it could move away (its next run would read
 // the stand-in's neighbour, or a decoy, as the value), an extra CA it
@@ -92,13 +102,13 @@ func prepareEgress(s *Spec, cache, home string, proxy bool) (*egressPrep, error)
 	}
 	if t := n.TLSTerminate; t != nil {
 		for i, x := range t.ExtraCACertPaths {
-			p.operator = append(p.operator, struct{ field, path string }{fmt.Sprintf("network.tlsTerminate.extraCaCertPaths[%d]", i), policy.ExpandPath(x, "/", home)})
+			p.operator = append(p.operator, struct{ field, path string }{fmt.Sprintf("network.tlsTerminate.extraCaCertPaths[%d]", i), realPath(policy.ExpandPath(x, "/", home))})
 		}
 		if t.CAKeyPath != "" {
 			key := policy.ExpandPath(t.CAKeyPath, "/", home)
 			p.deny = append(p.deny, key) // never in the sandbox's view
-			p.operator = append(p.operator, struct{ field, path string }{"network.tlsTerminate.caKeyPath", key},
-				struct{ field, path string }{"network.tlsTerminate.caCertPath", policy.ExpandPath(t.CACertPath, "/", home)})
+			p.operator = append(p.operator, struct{ field, path string }{"network.tlsTerminate.caKeyPath", realPath(key)},
+				struct{ field, path string }{"network.tlsTerminate.caCertPath", realPath(policy.ExpandPath(t.CACertPath, "/", home))})
 		}
 	}
 	if n.TLSTerminate != nil && proxy && len(n.AllowedDomains) > 0 {
@@ -148,11 +158,14 @@ func prepareEgress(s *Spec, cache, home string, proxy bool) (*egressPrep, error)
 			p.deny = append(p.deny, path)
 			continue
 		}
-		if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		// Where the file really is: a stand-in bound at a spelling that goes
+		// through a link would leave the file itself readable.
+		real := realPath(path)
+		if fi, err := os.Lstat(real); err != nil || !fi.Mode().IsRegular() {
 			p.deny = append(p.deny, path)
 			continue
 		}
-		p.operator = append(p.operator, struct{ field, path string }{"credentials.files " + f.Path, path})
+		p.operator = append(p.operator, struct{ field, path string }{"credentials.files " + f.Path, real})
 		if cache == "" {
 			return nil, errorf(ErrCodeUnavailable, "a masked credential file needs a private cache directory for its stand-in (set XDG_RUNTIME_DIR or HOME)")
 		}
@@ -166,7 +179,7 @@ func prepareEgress(s *Spec, cache, home string, proxy bool) (*egressPrep, error)
 		if werr != nil || cerr != nil || os.Chmod(tmp.Name(), 0o644) != nil {
 			return nil, errorf(ErrCodeInternal, "stand-in file: %v %v", werr, cerr)
 		}
-		p.overlay = append(p.overlay, ExtraMount{Src: tmp.Name(), Dst: path})
+		p.overlay = append(p.overlay, ExtraMount{Src: tmp.Name(), Dst: real})
 	}
 	return p, nil
 }

@@ -177,6 +177,11 @@ func LoadOrCreateCA(dir string) (certPEM, keyPEM []byte, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, err
 	}
+	if st, err := os.Lstat(dir); err != nil {
+		return nil, nil, err
+	} else if sys, ok := st.Sys().(*syscall.Stat_t); !st.IsDir() || st.Mode().Perm()&0o077 != 0 || (ok && int(sys.Uid) != os.Geteuid()) {
+		return nil, nil, fmt.Errorf("%s: the egress CA's directory must be a directory of srt-mcp's user that no one else may use (mode %v); remove it to have it made again", dir, st.Mode().Perm())
+	}
 	// Runs starting together on a fresh directory must not each make a
 	// CA (one's key kept beside another's certificate): one makes it,
 	// under the directory's lock, and the others read it.
@@ -227,6 +232,8 @@ func LoadCAFiles(certPath, keyPath string) (certPEM, keyPEM []byte, err error) {
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || st.Mode().Perm()&0o077 != 0 {
 		return nil, nil, fmt.Errorf("network.tlsTerminate.caKeyPath %s: a key others may read is not used (whoever reads it can mint certificates every sandbox trusts); chmod 600 it", keyPath)
+	} else if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && int(sys.Uid) != os.Geteuid() {
+		return nil, nil, fmt.Errorf("network.tlsTerminate.caKeyPath %s belongs to uid %d, who could replace it: use a key of root's or of srt-mcp's user", keyPath, sys.Uid)
 	}
 	var b bytes.Buffer
 	if _, err := b.ReadFrom(f); err != nil {
