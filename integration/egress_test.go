@@ -93,9 +93,14 @@ func egSettings(t *testing.T, dir string, up *egUpstream, injectHosts []string, 
 	for k, v := range extra {
 		network[k] = v
 	}
+	entry := map[string]any{"name": "EG_TOKEN", "mode": "mask", "injectHosts": injectHosts}
+	if b, ok := network["_injectBody"]; ok {
+		entry["injectBody"] = b // the test's switch, not a network key
+		delete(network, "_injectBody")
+	}
 	s := map[string]any{
 		"network":     network,
-		"credentials": map[string]any{"envVars": []any{map[string]any{"name": "EG_TOKEN", "mode": "mask", "injectHosts": injectHosts}}},
+		"credentials": map[string]any{"envVars": []any{entry}},
 	}
 	b, _ := json.Marshal(s)
 	path := filepath.Join(dir, "settings.json")

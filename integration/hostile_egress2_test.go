@@ -148,6 +148,14 @@ func TestHostileEgressOperatorCAKeyInView(t *testing.T) {
 	w := sbDir(t)
 	flags := append(pinned("api.example.com"), "--allow-domain", "api.example.com:443", "--allow-read", dir, "--settings", settings)
 	r := sh(t, w, flags, `cat `+filepath.Join(dir, "ca-key.pem")+` 2>&1; true`)
+	if os.Geteuid() == 0 {
+		// As root the key belongs to another uid than srt-mcp's (the
+		// sandbox's): one who could replace it. It is not used at all.
+		if r.code == 0 || !strings.Contains(r.stderr, "belongs to uid") {
+			t.Fatalf("a CA key of another uid: code %d %q %q", r.code, r.stdout, r.stderr)
+		}
+		return
+	}
 	if r.code != 0 && !strings.Contains(r.stdout, "PRIVATE KEY") {
 		t.Fatalf("run: code %d %q %q", r.code, r.stdout, r.stderr)
 	}

@@ -42,6 +42,7 @@ func TestHostileEgressSOCKSIsOpaque(t *testing.T) {
 	cwd := sbDir(t)
 	host := "api.example.com:" + up.port
 	settings := egSettings(t, cwd, up, []string{"api.example.com"}, map[string]any{
+		"_injectBody":         true, // the operator lets the value go into bodies: the worst case
 		"refuseOpaqueTunnels": true,
 		"requestRules":        []any{map[string]any{"host": "api.example.com", "methods": []string{"GET", "POST"}, "paths": []string{"/paste"}}},
 	})
