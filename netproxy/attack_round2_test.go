@@ -297,7 +297,6 @@ func TestAttackRound2StalledResponsesHoldMemory(t *testing.T) {
 	before := int64(ms.HeapInuse)
 	auth := base64.StdEncoding.EncodeToString([]byte("srt:" + h.token))
 	const n = 64
-	var conns []net.Conn
 	for i := 0; i < n; i++ {
 		c, err := net.Dial("tcp", h.addr)
 		if err != nil {
@@ -306,7 +305,6 @@ func TestAttackRound2StalledResponsesHoldMemory(t *testing.T) {
 		defer c.Close()
 		c.(*net.TCPConn).SetReadBuffer(4096)
 		fmt.Fprintf(c, "GET https://api.example.com:%s/big HTTP/1.1\r\nHost: api.example.com:%s\r\nProxy-Authorization: Basic %s\r\n\r\n", h.upPort, h.upPort, auth)
-		conns = append(conns, c)
 	}
 	time.Sleep(3 * time.Second)
 	runtime.GC()
