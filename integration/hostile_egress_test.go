@@ -90,7 +90,8 @@ func TestHostileEgressFromInside(t *testing.T) {
 		"deniedDomainReasons": map[string]string{"denied.example.com": "denied for the test; use api.example.com"},
 	})
 	flags := append(pinned("api.example.com", "other.example.com", "denied.example.com"), "--settings", settings,
-		"--allow-domain", "api.example.com", "--allow-domain", "other.example.com", "--allow-domain", "denied.example.com", "--allow-read", "/")
+		"--allow-domain", "api.example.com", "--allow-domain", "other.example.com", "--allow-domain", "denied.example.com",
+		"--allow-read", "/run", "--allow-read", "/var", "--allow-read", "/opt", "--allow-read", "/srv")
 	script := `
 a="Authorization: Bearer $EG_TOKEN"
 echo "denied: $(curl -s -o /dev/null -w '%{http_connect}' https://denied.example.com:` + up.port + `/echo; echo " rc=$?")"
