@@ -139,9 +139,10 @@ func TestDrainIdleServerStopsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = s.wait()
-	// Before, the stop waited for the build (2-3 s) and then 1 s more: 1.5 s
-	// leaves the build's cancellation its time (up to ~0.8 s seen as nobody).
-	if d := time.Since(sent); d > 1500*time.Millisecond {
+	// Before, the stop waited for the build (2-3 s) and then 1 s more (3-4
+	// s in all): 2.5 s leaves the build's cancellation its time (up to
+	// ~0.8 s seen as nobody, 1.7 s once under a full suite's load).
+	if d := time.Since(sent); d > 2500*time.Millisecond {
 		t.Errorf("an idle server took %v to stop after SIGTERM\n%s", d, s.logs.String())
 	}
 }
