@@ -212,16 +212,5 @@ func Env(c *policy.Credentials, ss []Secret) (set map[string]string, deny []stri
 	return set, deny
 }
 
-// Redact replaces every real value in s by its stand-in: for messages
-// that might quote a request (an upstream's error, say).
-func Redact(ss []Secret, s string) string {
-	for _, x := range ss {
-		if x.Value != "" && strings.Contains(s, x.Value) {
-			s = strings.ReplaceAll(s, x.Value, x.Standin)
-		}
-	}
-	return s
-}
-
 // LookupEnv is os.LookupEnv, for Resolve.
 func LookupEnv(name string) (string, bool) { return os.LookupEnv(name) }

@@ -143,7 +143,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	p.tunnel(conn, t)
+	p.tunnel(conn, t, true)
 }
 
 // mustSee says why a tunnel to host:port may not be opaque ("" when it
@@ -169,9 +169,11 @@ func (p *Proxy) mustSee(host string, port int) string {
 	return ""
 }
 
-// tunnel answers an allowed CONNECT and copies bytes both ways. On Linux
-// the copies between two TCP sockets use splice(2).
-func (p *Proxy) tunnel(client net.Conn, t target) {
+// tunnel copies an allowed CONNECT's bytes both ways, answering it first
+// (200, or 502 when the upstream cannot be reached) unless it was
+// answered already (a terminated tunnel that turned out to carry no
+// TLS). On Linux the copies between two TCP sockets use splice(2).
+func (p *Proxy) tunnel(client net.Conn, t target, answer bool) {
 	if !p.trackConn(client) {
 		return
 	}
@@ -179,6 +181,9 @@ func (p *Proxy) tunnel(client net.Conn, t target) {
 	defer client.Close()
 	up, err := p.dial(context.Background(), t)
 	if err != nil {
+		if !answer {
+			return
+		}
 		_, _ = io.WriteString(client, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nsrt-mcp proxy: cannot connect: "+err.Error()+"\n")
 		return
 	}
@@ -187,8 +192,10 @@ func (p *Proxy) tunnel(client net.Conn, t target) {
 	}
 	defer p.untrackConn(up)
 	defer up.Close()
-	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
-		return
+	if answer {
+		if _, err := io.WriteString(client, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+			return
+		}
 	}
 	pipe(client, up)
 }
@@ -264,7 +271,7 @@ func (p *Proxy) blocked(w http.ResponseWriter, host string, port int, rule strin
 	if reason != "" {
 		msg = reason + " — " + msg
 	}
-	w.Header().Set("X-Srt-Mcp-Rule", headerSafe(rule))
+	w.Header().Set("X-Srt-Mcp-Rule", statusPhrase(rule))
 	if reason != "" && respondWithPhrase(w, http.StatusForbidden, statusPhrase(reason), "blocked-by-allowlist", msg) {
 		return
 	}
@@ -290,10 +297,6 @@ func statusPhrase(s string) string {
 		}
 	}
 	return strings.TrimSpace(b.String())
-}
-
-func headerSafe(s string) string {
-	return statusPhrase(s)
 }
 
 // respondWithPhrase writes a refusal whose status line carries phrase

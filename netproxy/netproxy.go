@@ -142,11 +142,15 @@ func New(cfg Config) (*Proxy, error) {
 }
 
 // opaqueSlot takes one of the opaque tunnels' slots.
-func (p *Proxy) opaqueSlot() (release func(), ok bool) {
+func (p *Proxy) opaqueSlot() (release func(), ok bool) { return takeSlot(p.opaque) }
+
+// takeSlot takes one of a semaphore's slots without waiting; release
+// gives it back, once.
+func takeSlot(slots chan struct{}) (release func(), ok bool) {
 	select {
-	case p.opaque <- struct{}{}:
+	case slots <- struct{}{}:
 		var once sync.Once
-		return func() { once.Do(func() { <-p.opaque }) }, true
+		return func() { once.Do(func() { <-slots }) }, true
 	default:
 		return nil, false
 	}

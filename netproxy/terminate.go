@@ -49,15 +49,7 @@ func (p *Proxy) terminates(host string, port int) bool {
 }
 
 // tunnelSlot takes one of maxTunnels slots; release gives it back.
-func (p *Proxy) tunnelSlot() (release func(), ok bool) {
-	select {
-	case p.slots <- struct{}{}:
-		var once sync.Once
-		return func() { once.Do(func() { <-p.slots }) }, true
-	default:
-		return nil, false
-	}
-}
+func (p *Proxy) tunnelSlot() (release func(), ok bool) { return takeSlot(p.slots) }
 
 // terminate answers the CONNECT and, when the client's first bytes are a
 // TLS ClientHello, ends its TLS here with a leaf for an allowed name and
@@ -95,7 +87,7 @@ func (p *Proxy) terminate(c net.Conn, h hop, release func()) {
 		}
 		_ = c.SetDeadline(time.Time{})
 		p.untrackConn(c)
-		p.passThrough(pc, h.t) // holding the tunnel's slot until it closes
+		p.tunnel(pc, h.t, false) // holding the tunnel's slot until it closes
 		release()
 		return
 	}
@@ -163,25 +155,6 @@ func plainDNSName(s string) bool {
 		}
 	}
 	return true
-}
-
-// passThrough copies a CONNECT's bytes both ways after its 200 was sent.
-func (p *Proxy) passThrough(client net.Conn, t target) {
-	if !p.trackConn(client) {
-		return
-	}
-	defer p.untrackConn(client)
-	defer client.Close()
-	up, err := p.dial(context.Background(), t)
-	if err != nil {
-		return
-	}
-	if !p.trackConn(up) {
-		return
-	}
-	defer p.untrackConn(up)
-	defer up.Close()
-	pipe(client, up)
 }
 
 // tunnelConn is a terminated tunnel handed to the inner server: it

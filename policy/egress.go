@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"regexp"
-	"sort"
 	"strings"
 )
 
@@ -198,7 +197,7 @@ func (p *Policy) validateEgress() error {
 	bad := func(code, field, value, msg string) error {
 		return &Error{Code: code, Field: field, Value: value, Message: msg}
 	}
-	for _, key := range sortedStringKeys(n.DeniedDomainReasons) {
+	for _, key := range sortedKeys(n.DeniedDomainReasons) {
 		found := false
 		for _, d := range n.DeniedDomains {
 			found = found || d == key
@@ -216,7 +215,7 @@ func (p *Policy) validateEgress() error {
 		return bad(CodeInvalidSettings, "network.ambiguous_request_target", n.AmbiguousRequestTarget, "must be \"refuse\" (the default), \"asSpelled\" or \"normalize\"")
 	}
 	for i, h := range n.StripResponseHeaders {
-		if !validHeaderName(h) {
+		if !validToken(h) {
 			return bad(CodeInvalidSettings, fmt.Sprintf("network.strip_response_headers[%d]", i), h, "not a header name")
 		}
 	}
@@ -324,9 +323,9 @@ func (r RequestRule) validate(field string) error {
 			return bad(fmt.Sprintf(".paths[%d]", i), pth, "a normalised absolute path prefix such as /repos/acme/ (no dot segments, %2e or backslashes)")
 		}
 	}
-	for _, k := range sortedStringKeys(r.SetHeaders) {
+	for _, k := range sortedKeys(r.SetHeaders) {
 		v := r.SetHeaders[k]
-		if !validHeaderName(k) || strings.ContainsAny(v, "\r\n\x00") {
+		if !validToken(k) || strings.ContainsAny(v, "\r\n\x00") {
 			return bad(".set_headers", k, "a header name and a one-line value")
 		}
 		switch http.CanonicalHeaderKey(k) {
@@ -491,17 +490,6 @@ func validToken(s string) bool {
 		}
 	}
 	return true
-}
-
-func validHeaderName(s string) bool { return validToken(s) }
-
-func sortedStringKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // mergeEgress adds q's egress keys to out (command-line flags over a

@@ -506,7 +506,7 @@ func unsupported(field, msg string) error {
 	return &Error{Code: CodeUnsupported, Field: field, Message: msg}
 }
 
-func sortedKeys(m map[string]json.RawMessage) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
