@@ -211,6 +211,3 @@ func Env(c *policy.Credentials, ss []Secret) (set map[string]string, deny []stri
 	}
 	return set, deny
 }
-
-// LookupEnv is os.LookupEnv, for Resolve.
-func LookupEnv(name string) (string, bool) { return os.LookupEnv(name) }

@@ -46,12 +46,12 @@ func TestResolveFileRefusesLink(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "tok"), []byte("file-secret-0123456789\n"), 0o600)
 	os.Symlink(filepath.Join(dir, "tok"), filepath.Join(dir, "link"))
 	c := &policy.Credentials{Files: []policy.CredentialFile{{Path: filepath.Join(dir, "tok"), Mode: "mask"}}}
-	ss, err := Resolve(c, nil, LookupEnv, "/root")
+	ss, err := Resolve(c, nil, os.LookupEnv, "/root")
 	if err != nil || ss[0].Value != "file-secret-0123456789" || ss[0].Suffix != "\n" {
 		t.Fatal(ss, err)
 	}
 	c.Files[0].Path = filepath.Join(dir, "link")
-	if _, err := Resolve(c, nil, LookupEnv, "/root"); err == nil {
+	if _, err := Resolve(c, nil, os.LookupEnv, "/root"); err == nil {
 		t.Fatal("a masked file that is a symlink must not be followed")
 	}
 }

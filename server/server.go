@@ -31,7 +31,6 @@ import (
 
 	"github.com/srt-mcp/srt-mcp/apikeys"
 	"github.com/srt-mcp/srt-mcp/backend"
-	"github.com/srt-mcp/srt-mcp/credentials"
 	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/guard"
@@ -305,7 +304,7 @@ func Run(ctx context.Context, o Options) error {
 	// error later. A reload that lacks one is refused the same way.
 	caDir := filepath.Join(o.StateDir, "egress-ca")
 	checkEgress := func(p policy.Policy) error {
-		_, err := runner.NewEgressMaterial(p, caDir, credentials.LookupEnv, o.Home)
+		_, err := runner.NewEgressMaterial(p, caDir, os.LookupEnv, o.Home)
 		return err
 	}
 	if err := checkEgress(o.Ceiling); err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path"
 	"strings"
 	"sync"
@@ -16,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/srt-mcp/srt-mcp/backend"
-	"github.com/srt-mcp/srt-mcp/credentials"
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/kernel"
 	"github.com/srt-mcp/srt-mcp/policy"
@@ -611,7 +611,7 @@ func (s *Service) auditRequests(ss *sessions.Session, execID string, sink func(r
 // read from the server's environment now (a variable the operator
 // rotates applies to the next run).
 func (s *Service) withEgress(spec runner.Spec) (runner.Spec, error) {
-	m, err := runner.NewEgressMaterial(spec.Policy, s.cfg.EgressCADir, credentials.LookupEnv, s.cfg.Home)
+	m, err := runner.NewEgressMaterial(spec.Policy, s.cfg.EgressCADir, os.LookupEnv, s.cfg.Home)
 	if err != nil {
 		return spec, err
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
-	"github.com/srt-mcp/srt-mcp/credentials"
 	"github.com/srt-mcp/srt-mcp/netproxy"
 	"github.com/srt-mcp/srt-mcp/policy"
 	"github.com/srt-mcp/srt-mcp/runner"
@@ -245,7 +244,7 @@ func execSpec(c *cli.Context, argv []string) (*runner.Spec, error) {
 	if root, err := runner.CacheRoot(""); err == nil && root != "" {
 		caDir = filepath.Join(root, "egress-ca")
 	}
-	material, err := runner.NewEgressMaterial(p, caDir, credentials.LookupEnv, home)
+	material, err := runner.NewEgressMaterial(p, caDir, os.LookupEnv, home)
 	if err != nil {
 		return nil, flagError(err)
 	}
