@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -75,7 +76,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	// The run going when the signal came finishes, and its output arrives.
 	select {
 	case r := <-long:
-		if r.isErr || !strings.Contains(r.text, "--- stdout ---\nfinished") || r.v["exit_code"] != float64(0) || r.v["status"] != "completed" {
+		if r.isErr || !strings.Contains(fmt.Sprint(r.v["output"]), "finished") || r.v["exit_code"] != float64(0) || r.v["status"] != "completed" {
 			t.Fatalf("the run going at SIGTERM: isError=%v %v %s", r.isErr, r.v, r.text)
 		}
 	case <-time.After(30 * time.Second):

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"image"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 	"golang.org/x/image/draw"
 
 	"github.com/srt-mcp/srt-mcp/errs"
@@ -28,37 +26,12 @@ import (
 )
 
 // addDataTools adds seed 000's data-session tools.
-// addRawTool adds a tool with a JSON schema written out, its title and
-// its behaviour hints.
-func (s *Server) addRawTool(name, title, desc, schema string, readOnly, destructive, idempotent bool, h server.ToolHandlerFunc) {
-	t := mcp.NewToolWithRawSchema(name, desc, json.RawMessage(schema))
-	t.Title = title
-	annotations(title, readOnly, destructive, idempotent, false)(&t)
-	s.mcp.AddTool(t, h)
-}
-
 func (s *Server) addDataTools() {
-	sessionProp := `"session_id": {"type": "string", "description": "Session to use (sess_ + 12 hex digits). Omit to start a new session; the reply always names it."}`
-	requiredSession := `"session_id": {"type": "string", "description": "An existing session (sess_ + 12 hex digits)."}`
-	add := s.addRawTool
-	add("upload_file", "Upload a file", "Upload a data file into the session's /mnt/data (base64 content). Errors: file_exists (set overwrite), invalid_path, too_large, max_sessions.",
-		`{"type": "object", "properties": {`+sessionProp+`,
-  "filename": {"type": "string", "description": "Name inside /mnt/data, e.g. \"sales.csv\" or \"in/sales.csv\"; no \"..\", no absolute paths outside /mnt/data."},
-  "content_base64": {"type": "string", "description": "The file's bytes, base64-encoded."},
-  "overwrite": {"type": "boolean", "default": false}},
-  "required": ["filename", "content_base64"], "additionalProperties": false}`, false, true, false, s.handleUpload)
-	add("run_python", "Run Python", "Run Python code in the session's sandbox (cwd /mnt/data; pandas, numpy, matplotlib (Agg), seaborn, scipy, openpyxl, reportlab available; no network). Each call is a fresh interpreter; files in /mnt/data persist. Returns stdout, stderr, exit_code and the files the run created or changed (only when exit_code is 0) with download URLs; exit_code -1 means the run timed out.",
-		`{"type": "object", "properties": {`+sessionProp+`,
-  "code": {"type": "string", "description": "Python source (at most 100 KB)."}},
-  "required": ["code"], "additionalProperties": false}`, false, true, false, s.handleRunPython)
-	add("read_artifact", "Read an artifact", "Read a file from the session's /mnt/data as base64 (at most 10 MB; larger files: use download_url).",
-		`{"type": "object", "properties": {`+requiredSession+`,
-  "path": {"type": "string", "description": "Absolute path inside /mnt/data, e.g. /mnt/data/chart.png."}},
-  "required": ["session_id", "path"], "additionalProperties": false}`, true, false, true, s.handleReadArtifact)
-	add("list_artifacts", "List artifacts", "List every file in the session's /mnt/data with size, MIME type and download URL.",
-		`{"type": "object", "properties": {`+requiredSession+`}, "required": ["session_id"], "additionalProperties": false}`, true, false, true, s.handleListArtifacts)
-	add("close_session", "Close a session", "Close the session: stop its runs and delete its files.",
-		`{"type": "object", "properties": {`+requiredSession+`}, "required": ["session_id"], "additionalProperties": false}`, false, true, true, s.handleCloseSession)
+	s.add("upload_file", s.handleUpload)
+	s.add("run_python", s.handleRunPython)
+	s.add("read_artifact", s.handleReadArtifact)
+	s.add("list_artifacts", s.handleListArtifacts)
+	s.add("close_session", s.handleCloseSession)
 	s.mcp.AddResourceTemplate(mcp.NewResourceTemplate("artifact://{session_id}/{filename}", "artifact",
 		mcp.WithTemplateDescription("A file in a session's /mnt/data")), s.readArtifactResource)
 }
@@ -69,7 +42,7 @@ func dataError(code, msg string, extra map[string]any) *mcp.CallToolResult {
 	for k, x := range extra {
 		v[k] = x
 	}
-	r := mcp.NewToolResultStructured(v, code+": "+msg)
+	r := reply(v, false)
 	r.IsError = true
 	return r
 }
@@ -135,7 +108,7 @@ func (s *Server) handleUpload(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return fromErr(err), nil
 	}
 	v := map[string]any{"session_id": ws.ID(), "path": p}
-	return mcp.NewToolResultStructured(v, fmt.Sprintf("uploaded %s (%d bytes) to session %s", p, len(data), ws.ID())), nil
+	return reply(v, false), nil
 }
 
 func newRunID() string {
@@ -176,7 +149,7 @@ func (s *Server) handleRunPython(ctx context.Context, req mcp.CallToolRequest) (
 		}
 		return dataError(end.ErrCode, msg, map[string]any{"session_id": ws.ID(), "run_id": runID}), nil
 	}
-	v := runResult(ws.ID(), runID, res)
+	v := runResult(ws.ID(), runID, res, s.cfg.ReplyChars)
 	if res.QuotaExceeded != "" {
 		return dataError("quota_exceeded", res.QuotaExceeded, v), nil
 	}
@@ -184,7 +157,7 @@ func (s *Server) handleRunPython(ctx context.Context, req mcp.CallToolRequest) (
 		v["hint"] = h
 	}
 	s.cfg.Logger.Info("run_python", "session_id", ws.ID(), "run_id", runID, "duration_ms", v["duration_ms"], "exit_code", v["exit_code"])
-	out := mcp.NewToolResultStructured(v, pythonSummary(v))
+	out := reply(v, false)
 	out.Content = append(out.Content, s.artifactContent(ctx, ws, res.Artifacts)...)
 	return out, nil
 }
@@ -213,7 +186,7 @@ func missingModuleHint(stderr string) string {
 
 // runResult is seed 000's run_python response: exit_code is the
 // program's, -1 for a timeout, 128+N for a run cancelled by signal N.
-func runResult(sessionID, runID string, res service.Result) map[string]any {
+func runResult(sessionID, runID string, res service.Result, replyChars int) map[string]any {
 	trunc := map[string]bool{}
 	for _, t := range res.Truncated {
 		trunc[t] = true
@@ -222,35 +195,22 @@ func runResult(sessionID, runID string, res service.Result) map[string]any {
 	if c := res.ExitCode(); c != nil {
 		code = *c
 	}
+	stdout, stderr := res.Stdout, res.StderrWithEnd("python")
+	outMax, errMax := shareReply(len(stdout), len(stderr), replyChars)
+	stdout, outCut := clip(stdout, outMax)
+	stderr, errCut := clip(stderr, errMax)
 	v := map[string]any{"session_id": sessionID, "run_id": runID, "exit_code": code,
-		"stdout": res.Stdout, "stderr": res.StderrWithEnd("python"),
-		"stdout_truncated": trunc["stdout"], "stderr_truncated": trunc["stderr"],
+		"stdout": stdout, "stderr": stderr,
+		"stdout_truncated": trunc["stdout"] || outCut > 0, "stderr_truncated": trunc["stderr"] || errCut > 0,
 		"artifacts": artifactList(res.Artifacts), "duration_ms": res.Duration()}
+	if outCut+errCut > 0 {
+		v["cut"] = fmt.Sprintf("%d characters of stdout and %d of stderr are cut from the middle of this reply (at most %d in all); "+
+			"write long output to a file in /mnt/data and read it with read_artifact", outCut, errCut, replyChars)
+	}
 	if res.OK() && res.MoreFiles > 0 {
 		v["more_artifacts"] = res.MoreFiles // past what one reply lists; list_artifacts has them
 	}
 	return v
-}
-
-func pythonSummary(res map[string]any) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "exit_code %v in %v ms (session %v, %v)", res["exit_code"], res["duration_ms"], res["session_id"], res["run_id"])
-	if s := res["stdout"].(string); s != "" {
-		fmt.Fprintf(&b, "\n--- stdout ---\n%s", s)
-	}
-	if s := res["stderr"].(string); s != "" {
-		fmt.Fprintf(&b, "\n--- stderr ---\n%s", s)
-	}
-	if arts := res["artifacts"].([]map[string]any); len(arts) > 0 {
-		b.WriteString("\n--- artifacts ---")
-		for _, a := range arts {
-			fmt.Fprintf(&b, "\n%v (%v, %v bytes)", a["path"], a["mime_type"], a["size_bytes"])
-			if u, ok := a["download_url"]; ok {
-				fmt.Fprintf(&b, " %v", u)
-			}
-		}
-	}
-	return b.String()
 }
 
 // artifactContent adds a resource_link per artifact and a small preview
@@ -391,7 +351,7 @@ func (s *Server) handleReadArtifact(ctx context.Context, req mcp.CallToolRequest
 	}
 	v := map[string]any{"path": info.Path, "filename": path.Base(info.Name), "mime_type": info.MIME, "size_bytes": info.Size,
 		"content_base64": base64.StdEncoding.EncodeToString(data)}
-	return mcp.NewToolResultStructured(v, fmt.Sprintf("%s: %s, %d bytes (content_base64 in structuredContent)", info.Path, info.MIME, info.Size)), nil
+	return reply(v, false), nil
 }
 
 func (s *Server) handleListArtifacts(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -407,22 +367,16 @@ func (s *Server) handleListArtifacts(ctx context.Context, req mcp.CallToolReques
 		return fromErr(err), nil
 	}
 	arts := []map[string]any{}
-	var lines []string
 	files, more := s.svc.Files(c, ws, "list_artifacts")
 	for _, f := range files {
 		arts = append(arts, artifactJSON(f))
-		lines = append(lines, fmt.Sprintf("%s (%s, %d bytes)", f.Path, f.MIME, f.Size))
-	}
-	text := "no files in /mnt/data"
-	if len(lines) > 0 {
-		text = strings.Join(lines, "\n")
 	}
 	v := map[string]any{"artifacts": arts}
 	if more > 0 {
 		v["more"] = more
-		text += fmt.Sprintf("\n(and %d more files not listed; list them from the sandbox, e.g. execute_code with ls)", more)
+		v["note"] = fmt.Sprintf("%d more files are not listed; list them from the sandbox, e.g. execute_code with ls", more)
 	}
-	return mcp.NewToolResultStructured(v, text), nil
+	return reply(v, false), nil
 }
 
 func (s *Server) handleCloseSession(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -435,7 +389,7 @@ func (s *Server) handleCloseSession(ctx context.Context, req mcp.CallToolRequest
 	if err := s.svc.CloseWorkspace(callerOf(ctx), a.SessionID); err != nil {
 		return fromErr(err), nil
 	}
-	return mcp.NewToolResultStructured(map[string]any{"status": "closed"}, "session "+a.SessionID+" closed"), nil
+	return reply(map[string]any{"status": "closed"}, false), nil
 }
 
 func (s *Server) readArtifactResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {

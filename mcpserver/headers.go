@@ -1,9 +1,6 @@
 package mcpserver
 
-import (
-	"encoding/json"
-	"regexp"
-)
+import "regexp"
 
 // Routable handles (SEP-2243): the arguments that name server-side state
 // are marked with x-mcp-header, so a 2026-07-28 client mirrors them into
@@ -17,37 +14,15 @@ var routableArgs = map[string]string{
 	"conversationId": "Conversation-Id", // Mcp-Param-Conversation-Id (seed 003)
 }
 
-// markRoutable adds the x-mcp-header annotations to every registered tool
-// (in place in the schema's text, which keeps the properties' order: error
-// messages list a tool's arguments in it).
-func (s *Server) markRoutable() {
-	for _, st := range s.mcp.ListTools() {
-		t := st.Tool
-		if t.RawInputSchema == nil {
-			continue
-		}
-		var schema struct {
-			Properties map[string]struct {
-				Type any `json:"type"`
-			} `json:"properties"`
-		}
-		if json.Unmarshal(t.RawInputSchema, &schema) != nil {
-			continue
-		}
-		raw := string(t.RawInputSchema)
-		for arg, header := range routableArgs {
-			if p, ok := schema.Properties[arg]; !ok || p.Type != "string" {
-				continue
-			}
-			re := regexp.MustCompile(`"` + regexp.QuoteMeta(arg) + `"\s*:\s*\{`)
-			if loc := re.FindStringIndex(raw); loc != nil {
-				raw = raw[:loc[1]] + `"x-mcp-header": "` + header + `", ` + raw[loc[1]:]
-			}
-		}
-		if raw == string(t.RawInputSchema) {
-			continue
-		}
-		t.RawInputSchema = json.RawMessage(raw)
-		s.mcp.AddTool(t, st.Handler)
-	}
+// routableProp finds a routable argument's definition in a schema.
+var routableProp = regexp.MustCompile(`"(session_id|execution_id|conversationId)":\{"type":"string"`)
+
+// markRoutable adds the x-mcp-header annotations to a tool's input schema
+// (in its text, which keeps the properties' order: error messages list a
+// tool's arguments in it).
+func markRoutable(schema string) string {
+	return routableProp.ReplaceAllStringFunc(schema, func(m string) string {
+		arg := routableProp.FindStringSubmatch(m)[1]
+		return `"` + arg + `":{"x-mcp-header":"` + routableArgs[arg] + `","type":"string"`
+	})
 }

@@ -8,7 +8,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -23,17 +22,7 @@ var (
 	installed  = regexp.MustCompile(`Successfully installed (.+)`)
 )
 
-func (s *Server) addInstallTool() {
-	t := mcp.NewToolWithRawSchema("install_package", "Install a Python package into a session with pip (from the operator's package index, through the sandbox's network proxy). It is importable by the next execute_code call in that session. Omit session_id for this connection's workspace (without an MCP session, a new workspace whose session_id the reply names: pass it to execute_code).",
-		json.RawMessage(`{"type": "object", "properties": {
-  "session_id": {"type": "string", "description": "Session to install into; omit for this connection's workspace."},
-  "package": {"type": "string", "description": "Package name, e.g. \"requests\" or \"pandas[excel]\"."},
-  "version": {"type": "string", "description": "Optional version or specifier, e.g. \"2.31.0\" or \">=1.0,<2\"."}},
-  "required": ["package"], "additionalProperties": false}`))
-	t.Title = "Install Python package"
-	annotations(t.Title, false, false, true, true)(&t)
-	s.mcp.AddTool(t, s.handleInstall)
-}
+func (s *Server) addInstallTool() { s.add("install_package", s.handleInstall) }
 
 func (s *Server) handleInstall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var a struct {
@@ -105,7 +94,7 @@ func (s *Server) handleInstall(ctx context.Context, req mcp.CallToolRequest) (*m
 		v["note"] = handleSentence(ss.ID())
 		text += "\n" + handleSentence(ss.ID())
 	}
-	return mcp.NewToolResultStructured(v, text), nil
+	return reply(v, false), nil
 }
 
 func cutLast(s, sep string) (string, string, bool) {

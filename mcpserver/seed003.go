@@ -8,7 +8,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -18,33 +17,19 @@ import (
 )
 
 func (s *Server) addSeed003Tools() {
-	t := mcp.NewToolWithRawSchema("sandbox.run_code", "Run code for a conversation in a fresh sandbox whose working directory /mnt/data holds the conversation's files (kept between calls). Returns success, the combined output, and every file of the conversation with a signed download URL.",
-		json.RawMessage(`{"type": "object", "properties": {
-  "conversationId": {"type": "string", "minLength": 1, "description": "The conversation whose files the code works on."},
-  "language": {"type": "string", "description": "python, javascript, typescript, bash, c, cpp, go, java, rust, php, r, fortran or d (sandbox.list_runners says which are here)."},
-  "code": {"type": "string", "description": "Source code."}},
-  "required": ["conversationId", "language", "code"], "additionalProperties": false}`))
-	t.Title = "Run code"
-	annotations(t.Title, false, true, false, false)(&t)
-	s.mcp.AddTool(t, s.handleRunCode)
-	l := mcp.NewToolWithRawSchema("sandbox.list_runners", "List the languages sandbox.run_code runs here.",
-		json.RawMessage(`{"type": "object", "properties": {}, "additionalProperties": false}`))
-	l.Title = "List runners"
-	annotations(l.Title, true, false, true, false)(&l)
-	s.mcp.AddTool(l, s.handleListRunners)
+	s.add("sandbox_run_code", s.handleRunCode)
+	s.add("sandbox_list_runners", s.handleListRunners)
 }
 
 func (s *Server) handleListRunners(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	image := s.svc.RunsOn()
 	langs := []map[string]any{}
-	var names []string
 	for _, rt := range s.svc.Runtimes().All() {
 		if ok, _ := s.svc.Available(rt); ok {
 			langs = append(langs, map[string]any{"language": rt.Language, "image": image, "version": rt.Found})
-			names = append(names, rt.Language)
 		}
 	}
-	return mcp.NewToolResultStructured(map[string]any{"languages": langs}, strings.Join(names, ", ")), nil
+	return reply(map[string]any{"languages": langs}, false), nil
 }
 
 func (s *Server) handleRunCode(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -54,7 +39,7 @@ func (s *Server) handleRunCode(ctx context.Context, req mcp.CallToolRequest) (*m
 		Code           string `json:"code"`
 	}
 	fail := func(msg string) (*mcp.CallToolResult, error) {
-		r := mcp.NewToolResultStructured(map[string]any{"success": false, "output": msg, "files": []any{}}, msg)
+		r := reply(map[string]any{"success": false, "output": msg, "files": []any{}}, false)
 		r.IsError = true
 		return r, nil
 	}
@@ -105,8 +90,12 @@ func (s *Server) handleRunCode(ctx context.Context, req mcp.CallToolRequest) (*m
 		}
 		files = append(files, fd)
 	}
+	output, cut := clip(output, s.cfg.ReplyChars)
 	v := map[string]any{"success": res.OK(), "output": output, "files": files, "session_id": ws.ID()}
-	out := mcp.NewToolResultStructured(v, fmt.Sprintf("success: %v\n%s", res.OK(), output))
+	if cut > 0 {
+		v["cut"] = fmt.Sprintf("%d characters of output are cut from the middle of this reply (at most %d); write long output to a file of the conversation and read it from its download URL", cut, s.cfg.ReplyChars)
+	}
+	out := reply(v, false)
 	out.IsError = res.QuotaExceeded != "" || (res.End != nil && res.End.Type == service.EventError)
 	return out, nil
 }

@@ -1,6 +1,6 @@
 // Package mcpserver is srt-mcp's MCP front door: the tools of seeds 000
 // to 003 (execute_code and the execution tools, the data-session tools,
-// the workspace tools, install_package, sandbox.run_code) on
+// the workspace tools, install_package, sandbox_run_code) on
 // mark3labs/mcp-go, served over Streamable HTTP (Handler, mounted behind
 // the server's guard by the command) and over stdio. Every run goes
 // through the run service (package service); this package only turns
@@ -35,6 +35,12 @@ type Config struct {
 	PreviewBytes int
 	Logger       *slog.Logger
 	Version      string
+	// Tools is the set of tools offered (ParseTools of --tools); nil:
+	// every tool.
+	Tools map[string]bool
+	// ReplyChars bounds the output characters one reply carries
+	// (default 40,000); past it the reply says where to read on.
+	ReplyChars int
 }
 
 // Server is the MCP door.
@@ -44,6 +50,8 @@ type Server struct {
 	mcp *server.MCPServer
 	// args are the tools' argument names, for strict checking.
 	args strictArgs
+	// tools are the tools offered (Config.Tools).
+	tools map[string]bool
 
 	// ids mints and binds the MCP sessions' ids (HTTP transports).
 	ids *mcpSessionIDs
@@ -68,7 +76,13 @@ func New(cfg Config, svc *service.Service) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, svc: svc, ids: newMCPSessionIDs(""), closing: make(chan struct{})}
+	if cfg.ReplyChars <= 0 {
+		cfg.ReplyChars = DefaultReplyChars
+	}
+	if cfg.Tools == nil {
+		cfg.Tools, _ = ParseTools(nil)
+	}
+	s := &Server{cfg: cfg, svc: svc, ids: newMCPSessionIDs(""), closing: make(chan struct{}), tools: cfg.Tools}
 	hooks := &server.Hooks{}
 	hooks.AddOnUnregisterSession(func(ctx context.Context, sess server.ClientSession) {
 		// The session ended (DELETE, idle expiry, stdin EOF, the SSE
@@ -80,12 +94,15 @@ func New(cfg Config, svc *service.Service) *Server {
 		}
 		s.ids.end(sess.SessionID(), false)
 	})
+	hooks.AddBeforeCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest) { undot(req) })
 	s.mcp = server.NewMCPServer("srt-mcp", cfg.Version,
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, false),
+		server.WithToolHandlerMiddleware(s.jsonText), // outermost: the text is the final structured content
 		server.WithRecovery(),
 		server.WithHooks(hooks),
 		server.WithToolHandlerMiddleware(s.strict),
+		server.WithToolFilter(s.offered),
 		server.WithInstructions("Run commands and code in an OS sandbox (bubblewrap on Linux). "+
 			"execute_code waits for the result; execute_code_async returns an execution_id to poll with get_execution_output "+
 			"(pass next_seq back as since_seq to get only new output). Network and filesystem access beyond the sandbox's "+
@@ -99,7 +116,6 @@ func New(cfg Config, svc *service.Service) *Server {
 	s.addSnapshotTools()
 	s.addInstallTool()
 	s.addSeed003Tools()
-	s.markRoutable()
 	return s
 }
 
@@ -107,10 +123,3 @@ func New(cfg Config, svc *service.Service) *Server {
 func (s *Server) MCP() *server.MCPServer { return s.mcp }
 
 func boolPtr(b bool) *bool { return &b }
-
-func annotations(title string, readOnly, destructive, idempotent, openWorld bool) mcp.ToolOption {
-	return mcp.WithToolAnnotation(mcp.ToolAnnotation{
-		Title: title, ReadOnlyHint: boolPtr(readOnly), DestructiveHint: boolPtr(destructive),
-		IdempotentHint: boolPtr(idempotent), OpenWorldHint: boolPtr(openWorld),
-	})
-}

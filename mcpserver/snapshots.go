@@ -14,23 +14,11 @@ import (
 // addSnapshotTools adds the workspace snapshot tools (issue 26): snapshot,
 // restore, fork, list and delete. Snapshots belong to the caller's key.
 func (s *Server) addSnapshotTools() {
-	add := s.addRawTool
-	sid := `"session_id": {"type": "string", "description": "The session (sess_…)."}`
-	snap := `"snapshot_id": {"type": "string", "description": "A snapshot of yours (snap_…)."}`
-	add("snapshot_workspace", "Snapshot a workspace", "Save a copy of a session's files (/mnt/data and its ~/.cache) as a snapshot you can restore or fork later; kept 24 h by default.",
-		`{"type": "object", "properties": {`+sid+`, "name": {"type": "string", "maxLength": 128, "description": "Your name for it."}}, "required": ["session_id", "name"], "additionalProperties": false}`,
-		false, false, false, s.handleSnapshot)
-	add("restore_workspace", "Restore a workspace", "Replace a session's files with a snapshot's; its interpreter restarts (variables are lost).",
-		`{"type": "object", "properties": {`+sid+`, `+snap+`}, "required": ["session_id", "snapshot_id"], "additionalProperties": false}`,
-		false, true, true, s.handleRestore)
-	add("fork_workspace", "Fork a workspace", "Make a new session whose files are a copy of a snapshot's or of a session's (give one of the two).",
-		`{"type": "object", "properties": {`+snap+`, `+sid+`}, "additionalProperties": false}`,
-		false, false, false, s.handleFork)
-	add("list_snapshots", "List snapshots", "List your snapshots: id, name, session, size and expiry.",
-		`{"type": "object", "properties": {}, "additionalProperties": false}`, true, false, true, s.handleListSnapshots)
-	add("delete_snapshot", "Delete a snapshot", "Delete one of your snapshots.",
-		`{"type": "object", "properties": {`+snap+`}, "required": ["snapshot_id"], "additionalProperties": false}`,
-		false, true, true, s.handleDeleteSnapshot)
+	s.add("snapshot_workspace", s.handleSnapshot)
+	s.add("restore_workspace", s.handleRestore)
+	s.add("fork_workspace", s.handleFork)
+	s.add("list_snapshots", s.handleListSnapshots)
+	s.add("delete_snapshot", s.handleDeleteSnapshot)
 }
 
 func snapshotJSON(i *service.WorkspaceSnapshot) map[string]any {
@@ -61,7 +49,7 @@ func (s *Server) handleSnapshot(ctx context.Context, req mcp.CallToolRequest) (*
 		v["interpreters_restarted"] = stopped
 		text += stoppedNote(stopped)
 	}
-	return mcp.NewToolResultStructured(v, text), nil
+	return reply(v, false), nil
 }
 
 func (s *Server) handleRestore(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -88,7 +76,7 @@ func (s *Server) handleRestore(ctx context.Context, req mcp.CallToolRequest) (*m
 	if len(stopped) > 0 {
 		text += "; its " + strings.Join(stopped, " and ") + " interpreter restarted: variables and imports are gone"
 	}
-	return mcp.NewToolResultStructured(v, text), nil
+	return reply(v, false), nil
 }
 
 func (s *Server) handleFork(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -121,7 +109,7 @@ func (s *Server) handleFork(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		v["interpreters_restarted"] = stopped
 		text += stoppedNote(stopped)
 	}
-	return mcp.NewToolResultStructured(v, text), nil
+	return reply(v, false), nil
 }
 
 // stoppedNote says that the interpreters of a session being copied were
@@ -133,15 +121,10 @@ func stoppedNote(stopped []string) string {
 func (s *Server) handleListSnapshots(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	list := s.svc.Snapshots(callerOf(ctx))
 	out := []map[string]any{}
-	var lines []string
 	for i := range list {
 		out = append(out, snapshotJSON(&list[i]))
-		lines = append(lines, fmt.Sprintf("%s %q of %s, %d bytes, expires %s", list[i].ID, list[i].Name, list[i].SessionID, list[i].Bytes, list[i].Expires.UTC().Format(time.RFC3339)))
 	}
-	if len(lines) == 0 {
-		lines = []string{"no snapshots"}
-	}
-	return mcp.NewToolResultStructured(map[string]any{"snapshots": out}, strings.Join(lines, "\n")), nil
+	return reply(map[string]any{"snapshots": out}, false), nil
 }
 
 func (s *Server) handleDeleteSnapshot(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -154,5 +137,5 @@ func (s *Server) handleDeleteSnapshot(ctx context.Context, req mcp.CallToolReque
 	if err := s.svc.DeleteSnapshot(callerOf(ctx), a.SnapshotID); err != nil {
 		return fromErr(err), nil
 	}
-	return mcp.NewToolResultStructured(map[string]any{"snapshot_id": a.SnapshotID, "status": "deleted"}, "snapshot "+a.SnapshotID+" deleted"), nil
+	return reply(map[string]any{"snapshot_id": a.SnapshotID, "status": "deleted"}, false), nil
 }

@@ -189,6 +189,11 @@ func (s *Server) strict(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		if msg := n.check(req.Params.Name, args); msg != "" {
 			return s.argumentError(req.Params.Name, msg), nil
 		}
+		if sc, ok := args["sandbox_config"]; ok {
+			if msg := sandboxConfigKeys.check("sandbox_config", sc); msg != "" {
+				return s.argumentError(req.Params.Name, msg), nil
+			}
+		}
 		return next(ctx, req)
 	}
 }
@@ -198,10 +203,70 @@ func (s *Server) argumentError(tool, msg string) *mcp.CallToolResult {
 	switch {
 	case executionTools[tool]:
 		return toolError("invalid_arguments", msg)
-	case strings.HasPrefix(tool, "sandbox."): // seed 003's shape
-		r := mcp.NewToolResultStructured(map[string]any{"success": false, "output": "invalid_arguments: " + msg, "files": []any{}, "error": "invalid_arguments"}, "invalid_arguments: "+msg)
+	case groupOf(tool) == groupRunCode: // seed 003's shape
+		r := reply(map[string]any{"success": false, "output": "invalid_arguments: " + msg, "files": []any{}, "error": "invalid_arguments"}, false)
 		r.IsError = true
 		return r
 	}
 	return dataError("invalid_arguments", msg, nil)
+}
+
+// keyTree is the keys an argument's objects take, nested: a nil subtree
+// is a value of its own (a string, a list of strings, a boolean); a
+// subtree applies to an object and to each object of a list.
+type keyTree map[string]keyTree
+
+// sandboxConfigKeys are what a call's sandbox_config may say. The listing
+// describes it in a line instead of a nested schema, so the names are
+// checked here: a misspelt key would otherwise be dropped silently (a
+// run without the network it asked for).
+var sandboxConfigKeys = keyTree{
+	"network": {"allowed_domains": nil, "denied_domains": nil, "require_host_match": nil,
+		"request_rules": {"host": nil, "methods": nil, "paths": nil}},
+	"filesystem":  {"allow_read": nil, "allow_write": nil, "deny_read": nil, "deny_write": nil},
+	"credentials": nil,
+}
+
+// check returns what is wrong with v at path ("" when nothing).
+func (t keyTree) check(path string, v any) string {
+	switch x := v.(type) {
+	case []any:
+		for i, e := range x {
+			if msg := t.check(fmt.Sprintf("%s[%d]", path, i), e); msg != "" {
+				return msg
+			}
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		names := make([]string, 0, len(x))
+		for k := range x {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			sub, ok := t[k]
+			if !ok {
+				msg := fmt.Sprintf("unknown key %q in %s; it takes %s", k, path, strings.Join(keys, ", "))
+				if m := closest(k, keys); m != "" {
+					msg += " — did you mean " + m + "?"
+				}
+				return msg
+			}
+			if sub != nil {
+				if msg := sub.check(path+"."+k, x[k]); msg != "" {
+					return msg
+				}
+			}
+		}
+	case nil:
+	default:
+		if path == "sandbox_config" {
+			return "sandbox_config must be an object"
+		}
+	}
+	return ""
 }

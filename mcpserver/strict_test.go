@@ -33,3 +33,25 @@ func TestStrictArguments(t *testing.T) {
 		t.Errorf("no arguments: %s", got)
 	}
 }
+
+func TestStrictSandboxConfig(t *testing.T) {
+	for _, tc := range []struct {
+		config string
+		want   string
+	}{
+		{`{"network": {"allowed_domains": ["pypi.org"], "request_rules": [{"host": "a", "methods": ["GET"]}]}, "credentials": []}`, ""},
+		{`{"network": {"allowedDomains": ["pypi.org"]}}`, `unknown key "allowedDomains" in sandbox_config.network; it takes allowed_domains, denied_domains, request_rules, require_host_match — did you mean allowed_domains?`},
+		{`{"network": {"request_rules": [{"host": "a"}, {"host": "b", "path": ["/"]}]}}`, `unknown key "path" in sandbox_config.network.request_rules[1]; it takes host, methods, paths — did you mean paths?`},
+		{`{"filesystem": {"allow_git_config": true}}`, `unknown key "allow_git_config" in sandbox_config.filesystem; it takes allow_read, allow_write, deny_read, deny_write`},
+		{`{"net": {}}`, `unknown key "net" in sandbox_config; it takes credentials, filesystem, network — did you mean network?`},
+		{`"pypi.org"`, `sandbox_config must be an object`},
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(tc.config), &v); err != nil {
+			t.Fatal(err)
+		}
+		if got := sandboxConfigKeys.check("sandbox_config", v); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.config, got, tc.want)
+		}
+	}
+}

@@ -74,19 +74,15 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 	}
 	wait := !async && (a.WaitForCompletion == nil || *a.WaitForCompletion)
 	if !wait {
-		v := codeResult(service.Result{ID: r.ID(), Snapshot: r.Exec.Snapshot(0), Note: r.Note}, sid, rt.Language)
+		v := s.codeResult(service.Result{ID: r.ID(), Snapshot: r.Exec.Snapshot(0), Note: r.Note}, sid, rt.Language)
 		note(v)
-		text := "started execution " + r.ID() + " in session " + sid + "; poll it with get_execution_output"
-		if minted {
-			text += "\n" + handleSentence(sid)
-		}
-		return structured(v, text, false), nil
+		return reply(v, false), nil
 	}
 	res := s.finish(ctx, req, r)
-	v := codeResult(res, sid, rt.Language)
+	v := s.codeResult(res, sid, rt.Language)
 	note(v)
 	isErr := res.Snapshot.State == service.StateFailed || res.QuotaExceeded != ""
-	out := structured(v, codeSummary(v), isErr)
+	out := reply(v, isErr)
 	if r.Workspace != nil {
 		out.Content = append(out.Content, s.artifactContent(ctx, r.Workspace, res.Artifacts)...)
 	}
@@ -94,16 +90,31 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 }
 
 // codeResult is seed 001's execute_code result (stdout, stderr, exit_code,
-// execution_time_ms, truncated) plus seed 002's execution fields. exit_code
-// is the program's; -1 for a timeout or a sandbox failure (then with
-// error); 128+N for a run cancelled by signal N (130: an interrupted cell);
-// 1 with compile_error for a failed compile step.
-func codeResult(res service.Result, sessionID, language string) map[string]any {
+// execution_time_ms, truncated) plus seed 002's execution fields, whose
+// output events are then the ones stdout and stderr do not already carry.
+// exit_code is the program's; -1 for a timeout or a sandbox failure (then
+// with error); 128+N for a run cancelled by signal N (130: an interrupted
+// cell); 1 with compile_error for a failed compile step.
+func (s *Server) codeResult(res service.Result, sessionID, language string) map[string]any {
 	sn := res.Snapshot
-	r := result(sn)
+	var events []service.Event
+	for _, e := range sn.Events {
+		if e.Type != service.EventStdout && e.Type != service.EventStderr {
+			events = append(events, e)
+		}
+	}
+	sn.Events = events
+	r := s.result(sn)
 	r["session_id"] = sessionID
-	r["stdout"] = res.Stdout
-	r["stderr"] = res.StderrWithEnd(language)
+	stdout, stderr := res.Stdout, res.StderrWithEnd(language)
+	outMax, errMax := shareReply(len(stdout), len(stderr), s.cfg.ReplyChars)
+	var outCut, errCut int
+	r["stdout"], outCut = clip(stdout, outMax)
+	r["stderr"], errCut = clip(stderr, errMax)
+	if outCut+errCut > 0 {
+		r["cut"] = fmt.Sprintf("%d characters of stdout and %d of stderr are cut from the middle of this reply (at most %d in all); "+
+			"get_execution_output with execution_id %s and since_seq=0 pages through all of it", outCut, errCut, s.cfg.ReplyChars, sn.ID)
+	}
 	r["execution_time_ms"] = float64(res.Duration())
 	if sn.End != nil && sn.End.MaxRSSBytes > 0 {
 		r["memory_used_bytes"] = sn.End.MaxRSSBytes
@@ -130,70 +141,30 @@ func codeResult(res service.Result, sessionID, language string) map[string]any {
 	return r
 }
 
-func codeSummary(r map[string]any) string {
-	var b strings.Builder
-	if n, ok := r["note"].(string); ok {
-		fmt.Fprintf(&b, "note: %s\n", n)
-	}
-	if s := r["stdout"].(string); s != "" {
-		b.WriteString(s)
-	}
-	if s := r["stderr"].(string); s != "" {
-		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
-			b.WriteByte('\n')
-		}
-		b.WriteString(s)
-	}
-	if b.Len() == 0 {
-		fmt.Fprintf(&b, "(no output; exit_code %v)", r["exit_code"])
-	}
-	return b.String()
-}
-
 // addWorkspaceTools adds seed 001's session tools.
 func (s *Server) addWorkspaceTools() {
-	add := s.addRawTool
-	add("list_runtimes", "List available runtimes", "List the languages execute_code runs, with version, whether state persists between calls, and why a runtime is unavailable.",
-		`{"type": "object", "properties": {}, "additionalProperties": false}`, true, false, true, s.handleListRuntimes)
-	add("create_session", "Create an execution session", "Create a stateful session explicitly (execute_code without session_id already uses this connection's workspace). Variables and imports persist across execute_code calls with its session_id; its files live in /mnt/data.",
-		`{"type": "object", "properties": {
-  "language": {"type": "string", "enum": ["python", "javascript"], "description": "Language of the session's interpreter."},
-  "memory_limit_mb": {"type": "integer", "minimum": 64, "maximum": 1024, "description": "Memory limit of the interpreter in MB (default: the operator's)."},
-  "timeout_seconds": {"type": "integer", "minimum": 60, "maximum": 3600, "default": 600, "description": "Idle time after which the session is destroyed (a persistent one is suspended: its files stay)."},
-  "name": {"type": "string", "maxLength": 128, "description": "With persist: your name for the workspace; the same name later (even after a server restart) returns it."},
-  "persist": {"type": "boolean", "default": false, "description": "Keep the workspace's files across server restarts until it is destroyed or unused for the server's persist TTL (7 days by default); needs name."}},
-  "required": ["language"], "additionalProperties": false}`, false, false, false, s.handleCreateSession)
-	add("list_workspaces", "List workspaces", "List your sessions and persistent workspaces: id, name, state (active, suspended, or elsewhere: open on another replica), size and expiry.",
-		`{"type": "object", "properties": {}, "additionalProperties": false}`, true, false, true, s.handleListWorkspaces)
-	add("destroy_session", "Destroy an execution session", "Destroy a session: its interpreter, runs and files.",
-		`{"type": "object", "properties": {"session_id": {"type": "string", "description": "Session to destroy."}}, "required": ["session_id"], "additionalProperties": false}`,
-		false, true, true, s.handleDestroySession)
-	add("get_workspace_info", "Get workspace information", "The variables, imported modules, execution count and memory of a session's interpreter (default: this connection's workspace), read from the running interpreter itself.",
-		`{"type": "object", "properties": {"session_id": {"type": "string", "description": "A session; omit for this connection's workspace (a client without an MCP session must pass the session_id an earlier reply named)."},
-  "language": {"type": "string", "enum": ["python", "javascript"], "default": "python"}}, "additionalProperties": false}`, true, false, true, s.handleWorkspaceInfo)
-	add("reset_workspace", "Reset workspace", "Clear a workspace's variables and imports (a fresh interpreter); its files in /mnt/data stay.",
-		`{"type": "object", "properties": {"language": {"type": "string", "enum": ["python", "javascript"], "description": "Language of the new interpreter (default: python)."},
-  "session_id": {"type": "string", "description": "A session; omit for this connection's workspace (a client without an MCP session must pass the session_id an earlier reply named)."}}, "additionalProperties": false}`, false, true, true, s.handleResetWorkspace)
+	s.add("list_runtimes", s.handleListRuntimes)
+	s.add("create_session", s.handleCreateSession)
+	s.add("list_workspaces", s.handleListWorkspaces)
+	s.add("destroy_session", s.handleDestroySession)
+	s.add("get_workspace_info", s.handleWorkspaceInfo)
+	s.add("reset_workspace", s.handleResetWorkspace)
 }
 
 func (s *Server) handleListRuntimes(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	rts := []map[string]any{}
-	var lines []string
 	for _, rt := range s.svc.Runtimes().All() {
 		ok, why := s.svc.Available(rt)
 		v := map[string]any{"language": rt.Language, "aliases": rt.Aliases, "stateful": rt.Stateful, "available": ok,
 			"compiled": rt.Compile != ""}
-		state := "available"
 		if ok {
 			v["version"] = rt.Found
 		} else {
 			v["reason"] = why
-			state = "unavailable: " + why
 		}
 		rts = append(rts, v)
-		lines = append(lines, fmt.Sprintf("%s (%s): %s", rt.Language, rt.Found, state))
 	}
-	return mcp.NewToolResultStructured(map[string]any{"runtimes": rts}, strings.Join(lines, "\n")), nil
+	return reply(map[string]any{"runtimes": rts}, false), nil
 }
 
 func (s *Server) handleCreateSession(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -233,20 +204,18 @@ func (s *Server) handleCreateSession(ctx context.Context, req mcp.CallToolReques
 	}
 	v := map[string]any{"session_id": ws.ID(), "language": a.Language, "created_at": ws.Created().UTC().Format(time.RFC3339),
 		"expires_at": s.svc.ExpiresAt(ws).UTC().Format(time.RFC3339)}
-	text := fmt.Sprintf("session %s (%s) created; it expires after %s idle", ws.ID(), a.Language, ttl)
 	if a.Persist {
 		v["name"], v["persist"], v["resumed"] = a.Name, true, resumed
-		text = fmt.Sprintf("persistent workspace %q is session %s (%s); after %s idle it is suspended, its files kept", a.Name, ws.ID(), a.Language, ttl)
+		v["note"] = fmt.Sprintf("after %s idle it is suspended, its files kept", ttl)
 		if resumed {
-			text += "; it was resumed from storage: a new interpreter started, files are as they were"
+			v["note"] = "resumed from storage: a new interpreter started, files are as they were"
 		}
 	}
-	return mcp.NewToolResultStructured(v, text), nil
+	return reply(v, false), nil
 }
 
 func (s *Server) handleListWorkspaces(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	out := []map[string]any{}
-	var lines []string
 	for _, w := range s.svc.Workspaces(callerOf(ctx)) {
 		v := map[string]any{"session_id": w.ID, "persist": w.Persist, "state": w.State, "size_bytes": w.Bytes,
 			"last_used": w.LastUsed.UTC().Format(time.RFC3339), "expires_at": w.Expires.UTC().Format(time.RFC3339)}
@@ -254,12 +223,8 @@ func (s *Server) handleListWorkspaces(ctx context.Context, req mcp.CallToolReque
 			v["name"] = w.Name
 		}
 		out = append(out, v)
-		lines = append(lines, fmt.Sprintf("%s %q %s, %d bytes, expires %s", w.ID, w.Name, w.State, w.Bytes, w.Expires.UTC().Format(time.RFC3339)))
 	}
-	if len(lines) == 0 {
-		lines = []string{"no workspaces"}
-	}
-	return mcp.NewToolResultStructured(map[string]any{"workspaces": out}, strings.Join(lines, "\n")), nil
+	return reply(map[string]any{"workspaces": out}, false), nil
 }
 
 func (s *Server) handleDestroySession(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -272,7 +237,7 @@ func (s *Server) handleDestroySession(ctx context.Context, req mcp.CallToolReque
 	if err := s.svc.CloseWorkspace(callerOf(ctx), a.SessionID); err != nil {
 		return fromErr(err), nil
 	}
-	return mcp.NewToolResultStructured(map[string]any{"session_id": a.SessionID, "status": "destroyed"}, "session "+a.SessionID+" destroyed"), nil
+	return reply(map[string]any{"session_id": a.SessionID, "status": "destroyed"}, false), nil
 }
 
 // sessionOrWorkspace is the session named, or the caller's workspace
@@ -308,9 +273,9 @@ func (s *Server) handleWorkspaceInfo(ctx context.Context, req mcp.CallToolReques
 	}
 	if ss == nil {
 		if callerOf(ctx).Session == "" {
-			return mcp.NewToolResultStructured(v, "no workspace named: pass the session_id an earlier execute_code or create_session returned"), nil
+			return reply(v, false), nil
 		}
-		return mcp.NewToolResultStructured(v, "no workspace yet: the first execute_code with code starts one"), nil
+		return reply(v, false), nil
 	}
 	v["session_id"], v["created_at"] = ss.ID(), ss.Created().UTC().Format(time.RFC3339)
 	info, err := s.svc.KernelInfo(ctx, ss, a.Language)
@@ -321,7 +286,7 @@ func (s *Server) handleWorkspaceInfo(ctx context.Context, req mcp.CallToolReques
 		v["variables"], v["imports"], v["execution_count"], v["memory_used_bytes"] = nonNil(info.Variables), nonNil(info.Modules), info.ExecCount, info.Memory
 		v["version"] = info.Version
 	}
-	return mcp.NewToolResultStructured(v, fmt.Sprintf("session %s: variables %v, imports %v, %v cells run", ss.ID(), v["variables"], v["imports"], v["execution_count"])), nil
+	return reply(v, false), nil
 }
 
 func nonNil(ss []string) []string {
@@ -355,6 +320,5 @@ func (s *Server) handleResetWorkspace(ctx context.Context, req mcp.CallToolReque
 	if err := s.svc.ResetKernel(ctx, callerOf(ctx), ss, a.Language); err != nil {
 		return fromErr(err), nil
 	}
-	return mcp.NewToolResultStructured(map[string]any{"session_id": ss.ID(), "language": a.Language, "status": "reset"},
-		"workspace "+ss.ID()+" reset: a fresh "+a.Language+" interpreter; files in /mnt/data are kept"), nil
+	return reply(map[string]any{"session_id": ss.ID(), "language": a.Language, "status": "reset"}, false), nil
 }

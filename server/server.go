@@ -50,6 +50,10 @@ import (
 type Options struct {
 	Logger  *slog.Logger // nil: slog.Default()
 	Version string       // reported to MCP clients
+	// Tools are the MCP tools offered (mcpserver.ParseTools; nil: all);
+	// ReplyChars bounds the output one tool reply carries (0: 40,000).
+	Tools      map[string]bool
+	ReplyChars int
 
 	// The sandboxes.
 
@@ -395,7 +399,7 @@ func Run(ctx context.Context, o Options) error {
 	}, mgr)
 	metrics.Bind(svc)
 	defer svc.Shutdown() // before the registry's: the warm pool stops filling first
-	srv := mcpserver.New(mcpserver.Config{Logger: logger, Version: o.Version}, svc)
+	srv := mcpserver.New(mcpserver.Config{Logger: logger, Version: o.Version, Tools: o.Tools, ReplyChars: o.ReplyChars}, svc)
 	ctx, stop := drainOnSignal(ctx, logger, svc, o.DrainTimeout)
 	defer stop()
 	if s := o.Settings; s != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/srt-mcp/srt-mcp/apikeys"
 	"github.com/srt-mcp/srt-mcp/librechat"
+	"github.com/srt-mcp/srt-mcp/mcpserver"
 	"github.com/srt-mcp/srt-mcp/server"
 	"github.com/srt-mcp/srt-mcp/sessions"
 )
@@ -175,12 +176,20 @@ func serveOptions(c *cli.Context) (server.Options, error) {
 	default:
 		return o, cli.Exit(fmt.Sprintf("--backend %q: use native or docker", backendName), exitUsage)
 	}
+	tools, err := mcpserver.ParseTools(c.StringSlice("tools"))
+	if err != nil {
+		return o, cli.Exit(err.Error(), exitUsage)
+	}
+	if n := c.Int("max-reply-chars"); n < 1000 || n > 1_000_000 {
+		return o, cli.Exit(fmt.Sprintf("--max-reply-chars %d: give 1000 to 1000000", n), exitUsage)
+	}
 	var reload *server.Settings
 	if cf != nil {
 		reload = reloadSettings(cf, c.Command.Flags)
 	}
 	return server.Options{
 		Logger: logger, Version: version,
+		Tools: tools, ReplyChars: c.Int("max-reply-chars"),
 
 		Ceiling:        ceiling,
 		DefaultTimeout: time.Duration(c.Float64("timeout") * float64(time.Second)),

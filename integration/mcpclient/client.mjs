@@ -90,11 +90,11 @@ async function main() {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
   const want = ["cancel_execution", "close_session", "create_session", "delete_snapshot", "destroy_session", "execute_code", "execute_code_async", "fork_workspace", "get_execution_output", "get_execution_status",
-    "get_workspace_info", "install_package", "list_artifacts", "list_executions", "list_runtimes", "list_snapshots", "list_workspaces", "read_artifact", "reset_workspace", "restore_workspace", "run_python", "sandbox.list_runners", "sandbox.run_code", "send_stdin", "snapshot_workspace", "upload_file"];
+    "get_workspace_info", "install_package", "list_artifacts", "list_executions", "list_runtimes", "list_snapshots", "list_workspaces", "read_artifact", "reset_workspace", "restore_workspace", "run_python", "sandbox_list_runners", "sandbox_run_code", "send_stdin", "snapshot_workspace", "upload_file"];
   check("tools/list has the execution, data and workspace tools", JSON.stringify(names) === JSON.stringify(want), names);
   const ex = tools.find((t) => t.name === "execute_code");
   check("execute_code schema", ex && ex.inputSchema.properties.command && ex.inputSchema.properties.code && ex.inputSchema.properties.language && ex.inputSchema.properties.timeout_seconds?.default === 60 && ex.outputSchema, ex?.inputSchema);
-  check("annotations", tools.find((t) => t.name === "list_executions")?.annotations?.readOnlyHint === true && ex?.annotations?.readOnlyHint === false, ex?.annotations);
+  check("annotations", tools.find((t) => t.name === "list_executions")?.annotations?.readOnlyHint === true && !ex?.annotations?.readOnlyHint, ex?.annotations);
 
   // execute_code, with progress notifications.
   const progress = [];

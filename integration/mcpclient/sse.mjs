@@ -30,7 +30,7 @@ try {
   check("connect", true, { protocol: transport._protocolVersion || "2024-11-05" });
   const tools = await client.listTools();
   const names = tools.tools.map((t) => t.name);
-  check("tools/list", names.includes("execute_code") && names.includes("sandbox.run_code"), names);
+  check("tools/list", names.includes("execute_code") && names.includes("sandbox_run_code") && !names.includes("sandbox.run_code"), names);
   const r = await client.callTool({ name: "execute_code", arguments: { command: "echo over-sse" } });
   const out = (r.structuredContent?.output || []).filter((e) => e.type === "stdout").map((e) => e.data).join("");
   check("execute_code", !r.isError && r.structuredContent?.exit_code === 0 && out === "over-sse\n", r.structuredContent);

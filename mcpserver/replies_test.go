@@ -1,0 +1,92 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/srt-mcp/srt-mcp/service"
+)
+
+func events(sizes ...int) []service.Event {
+	var evs []service.Event
+	evs = append(evs, service.Event{Seq: 1, Type: service.EventReady})
+	for i, n := range sizes {
+		evs = append(evs, service.Event{Seq: uint64(i + 2), Type: service.EventStdout, Data: []byte(strings.Repeat("x", n))})
+	}
+	return append(evs, service.Event{Seq: uint64(len(sizes) + 2), Type: service.EventExit})
+}
+
+func TestPageEvents(t *testing.T) {
+	all := events(100, 200, 300)
+	if page, next, cut := pageEvents(all, 5, 600); len(page) != 5 || next != 5 || cut != "" {
+		t.Errorf("everything fits: %d events, next %d, cut %q", len(page), next, cut)
+	}
+	// 100+200 fit in 450, 300 more do not: the reply stops after seq 3.
+	page, next, cut := pageEvents(all, 5, 450)
+	if len(page) != 3 || next != 3 || !strings.Contains(cut, "since_seq=3") {
+		t.Errorf("cut after two events: %d events, next %d, cut %q", len(page), next, cut)
+	}
+	// Reading on from there gets the rest.
+	page, next, cut = pageEvents(all[3:], 5, 450)
+	if len(page) != 2 || next != 5 || cut != "" {
+		t.Errorf("the rest: %d events, next %d, cut %q", len(page), next, cut)
+	}
+	// An event larger than the budget leads a reply: it is cut to the
+	// budget and paging moves past it.
+	big := events(1000, 10)
+	page, next, cut = pageEvents(big, 4, 300)
+	if len(page) != 2 || len(page[1].Data) != 300 || next != 2 || !strings.Contains(cut, "700 characters of event 2") {
+		t.Errorf("a large event: %d events, %d bytes, next %d, cut %q", len(page), len(page[1].Data), next, cut)
+	}
+	if len(big[1].Data) != 1000 {
+		t.Error("pageEvents changed the events it was given")
+	}
+}
+
+func TestClipKeepsHeadTailAndUTF8(t *testing.T) {
+	s := strings.Repeat("é", 1000) + "END"
+	c, n := clip(s, 101)
+	if n == 0 || !utf8.ValidString(c) || !strings.HasSuffix(c, "END") || !strings.HasPrefix(c, "é") || !strings.Contains(c, "characters cut") {
+		t.Errorf("clip: %d cut, %q", n, c)
+	}
+	if kept := len(c[:strings.Index(c, "\n[...")]) + len(c[strings.Index(c, "...]\n")+5:]); kept > 101 || kept+n != len(s) {
+		t.Errorf("clip kept %d bytes and cut %d of %d for a budget of 101", kept, n, len(s))
+	}
+	if c, n := clip("short", 10); c != "short" || n != 0 {
+		t.Errorf("a short text was clipped: %q %d", c, n)
+	}
+	for _, tc := range [][5]int{{10, 10, 100, 10, 10}, {90, 5, 50, 45, 5}, {5, 90, 50, 5, 45}, {90, 90, 50, 25, 25}} {
+		if a, b := shareReply(tc[0], tc[1], tc[2]); a != tc[3] || b != tc[4] {
+			t.Errorf("shareReply(%d, %d, %d) = %d, %d", tc[0], tc[1], tc[2], a, b)
+		}
+	}
+}
+
+// TestTextIsTheStructuredJSON: content[0] is what json.loads reads in
+// seed 002's example client, after every change a handler made.
+func TestTextIsTheStructuredJSON(t *testing.T) {
+	s := &Server{}
+	h := s.jsonText(func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		r := reply(map[string]any{"status": "completed", "output": []any{map[string]any{"type": "stdout", "data": "<a&b>"}}}, false)
+		r.StructuredContent.(map[string]any)["exit_code"] = 0
+		r.Content = append(r.Content, mcp.NewResourceLink("artifact://x/y", "y", "", "text/plain"))
+		return r, nil
+	})
+	res, _ := h(context.Background(), mcp.CallToolRequest{})
+	if len(res.Content) != 2 {
+		t.Fatalf("content: %v", res.Content)
+	}
+	text := res.Content[0].(mcp.TextContent).Text
+	var got map[string]any
+	if err := json.Unmarshal([]byte(text), &got); err != nil || got["exit_code"] != 0.0 || !strings.Contains(text, "<a&b>") || strings.Contains(text, "\n") {
+		t.Errorf("text %q: %v", text, err)
+	}
+	if _, ok := res.Content[1].(mcp.ResourceLink); !ok {
+		t.Errorf("the resource link moved: %v", res.Content)
+	}
+}
