@@ -25,7 +25,7 @@ try {
   const b = await connect("agent-b");
   const r1 = await a.callTool({ name: "execute_code", arguments: { code: "secret = 'A'", language: "python" } });
   const sid = sc(r1).session_id;
-  check("a minted handle, and a sentence saying to pass it back", /^sess_/.test(sid || "") && text(r1).includes(`pass session_id "${sid}"`), { sid, text: text(r1) });
+  check("a minted handle, and a sentence saying to pass it back", /^sess_/.test(sid || "") && JSON.parse(text(r1)).note.includes(`pass session_id "${sid}"`), { sid, text: text(r1) });
   const r2 = await a.callTool({ name: "execute_code", arguments: { code: "secret", language: "python", session_id: sid } });
   check("the handle keeps the variables", sc(r2).stdout === "'A'\n", sc(r2));
   const r3 = await b.callTool({ name: "execute_code", arguments: { code: "print('secret' in dir())", language: "python" } });
