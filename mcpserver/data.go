@@ -196,7 +196,7 @@ func runResult(sessionID, runID string, res service.Result, replyChars int) map[
 		code = *c
 	}
 	stdout, stderr := res.Stdout, res.StderrWithEnd("python")
-	outMax, errMax := shareReply(len(stdout), len(stderr), replyChars)
+	outMax, errMax := shareReply(textCost([]byte(stdout)), textCost([]byte(stderr)), replyChars)
 	stdout, outCut := clip(stdout, outMax)
 	stderr, errCut := clip(stderr, errMax)
 	v := map[string]any{"session_id": sessionID, "run_id": runID, "exit_code": code,
@@ -204,7 +204,7 @@ func runResult(sessionID, runID string, res service.Result, replyChars int) map[
 		"stdout_truncated": trunc["stdout"] || outCut > 0, "stderr_truncated": trunc["stderr"] || errCut > 0,
 		"artifacts": artifactList(res.Artifacts), "duration_ms": res.Duration()}
 	if outCut+errCut > 0 {
-		v["cut"] = fmt.Sprintf("%d characters of stdout and %d of stderr are cut from the middle of this reply (at most %d in all); "+
+		v["cut"] = fmt.Sprintf("%d bytes of stdout and %d of stderr are cut from the middle of this reply (it holds at most %d characters of output); "+
 			"write long output to a file in /mnt/data and read it with read_artifact", outCut, errCut, replyChars)
 	}
 	if res.OK() && res.MoreFiles > 0 {

@@ -13,6 +13,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
@@ -60,64 +61,110 @@ func compactJSON(v any) string {
 }
 
 // pageEvents is a reply's share of events: all of them while the data of
-// their stdout and stderr events fits budget characters, else those up to
-// the one that does not fit. next is the seq to read on from (pass it as
-// since_seq); cut, when not "", says what was left out. An event larger
-// than the whole budget is cut to it where it leads a reply, so that
-// paging always moves on; the rest of that event is then lost to replies
-// (the default budget is larger than any one event the runner emits).
+// their stdout and stderr events fits budget characters as the reply's
+// JSON spells it, else those up to the one that does not fit. next is the
+// seq to read on from (pass it as since_seq); cut, when not "", says what
+// was left out. An event larger than the whole budget is cut to it where
+// it leads a reply, so that paging always moves on; the rest of that event
+// is then lost to replies (the default budget is larger than any one event
+// the runner emits).
 func pageEvents(events []service.Event, next uint64, budget int) (page []service.Event, nextSeq uint64, cut string) {
 	used := 0
 	for i, e := range events {
-		if e.Type == service.EventStdout || e.Type == service.EventStderr {
-			if used+len(e.Data) > budget {
-				if used == 0 {
-					keep := validPrefix(e.Data, budget)
-					e.Data = keep
-					page = append(events[:i:i], e)
-					return page, e.Seq, fmt.Sprintf("output past %d characters is not in this reply (%d characters of event %d are left out); read on with get_execution_output since_seq=%d",
-						budget, len(events[i].Data)-len(keep), e.Seq, e.Seq)
-				}
-				prev := events[i-1].Seq
-				return events[:i], prev, fmt.Sprintf("output past %d characters is not in this reply; read on with get_execution_output since_seq=%d", budget, prev)
-			}
-			used += len(e.Data)
+		if e.Type != service.EventStdout && e.Type != service.EventStderr {
+			continue
 		}
+		cost := dataCost(e.Data)
+		if used+cost <= budget {
+			used += cost
+			continue
+		}
+		if used > 0 {
+			prev := events[i-1].Seq
+			return events[:i], prev, fmt.Sprintf("output past %d characters is not in this reply; read on with get_execution_output since_seq=%d", budget, prev)
+		}
+		keep := prefixWithin(e.Data, budget)
+		e.Data = keep
+		page = append(events[:i:i], e)
+		return page, e.Seq, fmt.Sprintf("output past %d characters is not in this reply (%d bytes of event %d are left out); read on with get_execution_output since_seq=%d",
+			budget, len(events[i].Data)-len(keep), e.Seq, e.Seq)
 	}
 	return events, next, ""
 }
 
-// validPrefix is the longest prefix of b of at most n bytes that does not
-// end inside a UTF-8 sequence.
-func validPrefix(b []byte, n int) []byte {
-	if n >= len(b) {
-		return b
+// dataCost is how many characters an event's data takes in a reply's
+// JSON text: text as JSON escapes it, anything else as base64.
+func dataCost(b []byte) int {
+	if !utf8.Valid(b) {
+		return base64.StdEncoding.EncodedLen(len(b))
 	}
-	b = b[:n]
-	for k := 0; k < utf8.UTFMax && len(b) > 0; k++ {
-		r, size := utf8.DecodeLastRune(b)
-		if r != utf8.RuneError || size != 1 {
-			break
+	return textCost(b)
+}
+
+// textCost is the length of valid UTF-8 text once JSON-escaped.
+func textCost(b []byte) int {
+	n := 0
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		n += runeCost(r, size)
+		i += size
+	}
+	return n
+}
+
+func runeCost(r rune, size int) int {
+	switch {
+	case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t':
+		return 2
+	case r < 0x20 || r == '\u2028' || r == '\u2029' || r == utf8.RuneError && size == 1:
+		return 6
+	}
+	return size
+}
+
+// prefixWithin is the longest prefix of b, whole runes only, whose JSON
+// spelling takes at most n characters.
+func prefixWithin(b []byte, n int) []byte {
+	used := 0
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		c := runeCost(r, size)
+		if used+c > n {
+			return b[:i]
 		}
-		b = b[:len(b)-1]
+		used += c
+		i += size
 	}
 	return b
 }
 
-// clip bounds a text field to n characters, keeping its head and its tail
-// (a program's last lines and a traceback's end are where answers are),
-// and says how much was cut in the text itself.
+// suffixWithin is the longest suffix of b, whole runes only, whose JSON
+// spelling takes at most n characters.
+func suffixWithin(b []byte, n int) []byte {
+	used := 0
+	for i := len(b); i > 0; {
+		r, size := utf8.DecodeLastRune(b[:i])
+		c := runeCost(r, size)
+		if used+c > n {
+			return b[i:]
+		}
+		used += c
+		i -= size
+	}
+	return b
+}
+
+// clip bounds a text field to n characters of its JSON spelling, keeping
+// its head and its tail (a program's last lines and a traceback's end are
+// where answers are), and says in the text how much was cut.
 func clip(s string, n int) (string, int) {
-	if len(s) <= n {
+	if textCost([]byte(s)) <= n {
 		return s, 0
 	}
-	head := string(validPrefix([]byte(s), n/2))
-	tail := s[len(s)-(n-len(head)):]
-	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
-		tail = tail[1:]
-	}
+	head := prefixWithin([]byte(s), n/2)
+	tail := suffixWithin([]byte(s[len(head):]), n-textCost(head))
 	cut := len(s) - len(head) - len(tail)
-	return head + fmt.Sprintf("\n[... %d characters cut ...]\n", cut) + tail, cut
+	return string(head) + fmt.Sprintf("\n[... %d bytes cut ...]\n", cut) + string(tail), cut
 }
 
 // shareReply splits a reply's n characters between two texts of the given

@@ -40,7 +40,7 @@ func TestPageEvents(t *testing.T) {
 	// budget and paging moves past it.
 	big := events(1000, 10)
 	page, next, cut = pageEvents(big, 4, 300)
-	if len(page) != 2 || len(page[1].Data) != 300 || next != 2 || !strings.Contains(cut, "700 characters of event 2") {
+	if len(page) != 2 || len(page[1].Data) != 300 || next != 2 || !strings.Contains(cut, "700 bytes of event 2") {
 		t.Errorf("a large event: %d events, %d bytes, next %d, cut %q", len(page), len(page[1].Data), next, cut)
 	}
 	if len(big[1].Data) != 1000 {
@@ -51,7 +51,7 @@ func TestPageEvents(t *testing.T) {
 func TestClipKeepsHeadTailAndUTF8(t *testing.T) {
 	s := strings.Repeat("é", 1000) + "END"
 	c, n := clip(s, 101)
-	if n == 0 || !utf8.ValidString(c) || !strings.HasSuffix(c, "END") || !strings.HasPrefix(c, "é") || !strings.Contains(c, "characters cut") {
+	if n == 0 || !utf8.ValidString(c) || !strings.HasSuffix(c, "END") || !strings.HasPrefix(c, "é") || !strings.Contains(c, "bytes cut") {
 		t.Errorf("clip: %d cut, %q", n, c)
 	}
 	if kept := len(c[:strings.Index(c, "\n[...")]) + len(c[strings.Index(c, "...]\n")+5:]); kept > 101 || kept+n != len(s) {
@@ -88,5 +88,30 @@ func TestTextIsTheStructuredJSON(t *testing.T) {
 	}
 	if _, ok := res.Content[1].(mcp.ResourceLink); !ok {
 		t.Errorf("the resource link moved: %v", res.Content)
+	}
+}
+
+// TestReplyBoundCountsJSON: the bound is on what the reply's JSON text
+// holds, so output made of characters JSON escapes cannot multiply it.
+func TestReplyBoundCountsJSON(t *testing.T) {
+	ctl := []service.Event{{Seq: 1, Type: service.EventStdout, Data: []byte(strings.Repeat("\x01", 100))}}
+	page, _, cut := pageEvents(ctl, 1, 120)
+	if len(page[0].Data) != 20 || cut == "" {
+		t.Errorf("100 control characters (600 in JSON) in 120: kept %d, cut %q", len(page[0].Data), cut)
+	}
+	b, _ := json.Marshal(page[0])
+	if !strings.Contains(string(b), `"data":"`+strings.Repeat(`\u0001`, 20)+`"`) {
+		t.Errorf("event JSON: %s", b)
+	}
+	if c := dataCost([]byte{0xff, 0xfe, 0xfd}); c != 4 {
+		t.Errorf("binary data costs its base64: %d", c)
+	}
+	html := []service.Event{{Seq: 1, Type: service.EventStdout, Data: []byte("<class 'int'>")}}
+	if text := compactJSON(map[string]any{"output": html}); !strings.Contains(text, "<class 'int'>") {
+		t.Errorf("a model reads <, not its escape: %s", text)
+	}
+	s, n := clip(strings.Repeat("\"", 100), 60)
+	if n != 70 || textCost([]byte(s)) > 60+len("\n[... 70 bytes cut ...]\n")+2 {
+		t.Errorf("clip of quotes: cut %d, %q", n, s)
 	}
 }

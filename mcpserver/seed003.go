@@ -93,7 +93,7 @@ func (s *Server) handleRunCode(ctx context.Context, req mcp.CallToolRequest) (*m
 	output, cut := clip(output, s.cfg.ReplyChars)
 	v := map[string]any{"success": res.OK(), "output": output, "files": files, "session_id": ws.ID()}
 	if cut > 0 {
-		v["cut"] = fmt.Sprintf("%d characters of output are cut from the middle of this reply (at most %d); write long output to a file of the conversation and read it from its download URL", cut, s.cfg.ReplyChars)
+		v["cut"] = fmt.Sprintf("%d bytes of output are cut from the middle of this reply (it holds at most %d characters); write long output to a file of the conversation and read it from its download URL", cut, s.cfg.ReplyChars)
 	}
 	out := reply(v, false)
 	out.IsError = res.QuotaExceeded != "" || (res.End != nil && res.End.Type == service.EventError)

@@ -107,12 +107,12 @@ func (s *Server) codeResult(res service.Result, sessionID, language string) map[
 	r := s.result(sn)
 	r["session_id"] = sessionID
 	stdout, stderr := res.Stdout, res.StderrWithEnd(language)
-	outMax, errMax := shareReply(len(stdout), len(stderr), s.cfg.ReplyChars)
+	outMax, errMax := shareReply(textCost([]byte(stdout)), textCost([]byte(stderr)), s.cfg.ReplyChars)
 	var outCut, errCut int
 	r["stdout"], outCut = clip(stdout, outMax)
 	r["stderr"], errCut = clip(stderr, errMax)
 	if outCut+errCut > 0 {
-		r["cut"] = fmt.Sprintf("%d characters of stdout and %d of stderr are cut from the middle of this reply (at most %d in all); "+
+		r["cut"] = fmt.Sprintf("%d bytes of stdout and %d of stderr are cut from the middle of this reply (it holds at most %d characters of output); "+
 			"get_execution_output with execution_id %s and since_seq=0 pages through all of it", outCut, errCut, s.cfg.ReplyChars, sn.ID)
 	}
 	r["execution_time_ms"] = float64(res.Duration())

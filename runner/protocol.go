@@ -316,7 +316,15 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	case EventError:
 		j.Code, _ = json.Marshal(e.ErrCode)
 	}
-	return json.Marshal(j)
+	// Output is read by programs and models, never put into HTML: "<" stays
+	// "<" (json.Marshal would spell it \u003c, six characters for one).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(j); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // UnmarshalJSON is the inverse of MarshalJSON.
