@@ -60,34 +60,34 @@ func compactJSON(v any) string {
 	return string(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 }
 
-// pageEvents is a reply's share of events: all of them while the data of
-// their stdout and stderr events fits budget characters as the reply's
-// JSON spells it, else those up to the one that does not fit. next is the
-// seq to read on from (pass it as since_seq); cut, when not "", says what
-// was left out. An event larger than the whole budget is cut to it where
-// it leads a reply, so that paging always moves on; the rest of that event
-// is then lost to replies (the default budget is larger than any one event
-// the runner emits).
+// pageEvents is a reply's share of events: all of them while their JSON
+// fits budget characters, else those up to the one that does not fit.
+// Every event counts, with its fields: a run that writes a byte at a time
+// or is refused ten thousand connections makes many small events. next is
+// the seq to read on from (pass it as since_seq); cut, when not "", says
+// what was left out. An output event larger than the whole budget is cut
+// to it where it leads a reply, so that paging always moves on; the rest
+// of that event is then lost to replies (the default budget is larger
+// than any one event the runner emits).
 func pageEvents(events []service.Event, next uint64, budget int) (page []service.Event, nextSeq uint64, cut string) {
 	used := 0
 	for i, e := range events {
-		if e.Type != service.EventStdout && e.Type != service.EventStderr {
-			continue
-		}
-		cost := dataCost(e.Data)
+		cost := len(compactJSON(e)) + 1 // and its comma
 		if used+cost <= budget {
 			used += cost
 			continue
 		}
-		if used > 0 {
+		if i > 0 {
 			prev := events[i-1].Seq
 			return events[:i], prev, fmt.Sprintf("output past %d characters is not in this reply; read on with get_execution_output since_seq=%d", budget, prev)
 		}
-		keep := prefixWithin(e.Data, budget)
-		e.Data = keep
-		page = append(events[:i:i], e)
-		return page, e.Seq, fmt.Sprintf("output past %d characters is not in this reply (%d bytes of event %d are left out); read on with get_execution_output since_seq=%d",
-			budget, len(events[i].Data)-len(keep), e.Seq, e.Seq)
+		if e.Type == service.EventStdout || e.Type == service.EventStderr {
+			keep := prefixWithin(e.Data, max(0, budget-(cost-dataCost(e.Data))))
+			e.Data = keep
+			return []service.Event{e}, e.Seq, fmt.Sprintf("output past %d characters is not in this reply (%d bytes of event %d are left out); read on with get_execution_output since_seq=%d",
+				budget, len(events[i].Data)-len(keep), e.Seq, e.Seq)
+		}
+		return []service.Event{e}, e.Seq, fmt.Sprintf("output past %d characters is not in this reply; read on with get_execution_output since_seq=%d", budget, e.Seq)
 	}
 	return events, next, ""
 }

@@ -23,10 +23,11 @@ func events(sizes ...int) []service.Event {
 
 func TestPageEvents(t *testing.T) {
 	all := events(100, 200, 300)
-	if page, next, cut := pageEvents(all, 5, 600); len(page) != 5 || next != 5 || cut != "" {
+	if page, next, cut := pageEvents(all, 5, 1000); len(page) != 5 || next != 5 || cut != "" {
 		t.Errorf("everything fits: %d events, next %d, cut %q", len(page), next, cut)
 	}
-	// 100+200 fit in 450, 300 more do not: the reply stops after seq 3.
+	// 100+200 and their fields fit in 450, 300 more do not: the reply
+	// stops after seq 3.
 	page, next, cut := pageEvents(all, 5, 450)
 	if len(page) != 3 || next != 3 || !strings.Contains(cut, "since_seq=3") {
 		t.Errorf("cut after two events: %d events, next %d, cut %q", len(page), next, cut)
@@ -39,9 +40,21 @@ func TestPageEvents(t *testing.T) {
 	// An event larger than the budget leads a reply: it is cut to the
 	// budget and paging moves past it.
 	big := events(1000, 10)
-	page, next, cut = pageEvents(big, 4, 300)
-	if len(page) != 2 || len(page[1].Data) != 300 || next != 2 || !strings.Contains(cut, "700 bytes of event 2") {
-		t.Errorf("a large event: %d events, %d bytes, next %d, cut %q", len(page), len(page[1].Data), next, cut)
+	page, next, cut = pageEvents(big[1:], 4, 300)
+	if len(page) != 1 || len(page[0].Data) < 250 || len(page[0].Data) > 300 || next != 2 || !strings.Contains(cut, "bytes of event 2 are left out") {
+		t.Errorf("a large event: %d events, %d bytes, next %d, cut %q", len(page), len(page[0].Data), next, cut)
+	}
+	if n := len(compactJSON(page[0])); n > 300 {
+		t.Errorf("the cut event's JSON is %d characters, over the bound of 300", n)
+	}
+	// Many tiny events cost their fields too.
+	var tiny []service.Event
+	for i := range 1000 {
+		tiny = append(tiny, service.Event{Seq: uint64(i + 1), Type: service.EventStdout, Data: []byte("x")})
+	}
+	page, _, cut = pageEvents(tiny, 1000, 4000)
+	if n := len(compactJSON(page)); n > 4000 || cut == "" || len(page) < 50 {
+		t.Errorf("1000 one-byte events in 4000 characters: %d events, %d characters, cut %q", len(page), n, cut)
 	}
 	if len(big[1].Data) != 1000 {
 		t.Error("pageEvents changed the events it was given")
@@ -95,7 +108,7 @@ func TestTextIsTheStructuredJSON(t *testing.T) {
 // holds, so output made of characters JSON escapes cannot multiply it.
 func TestReplyBoundCountsJSON(t *testing.T) {
 	ctl := []service.Event{{Seq: 1, Type: service.EventStdout, Data: []byte(strings.Repeat("\x01", 100))}}
-	page, _, cut := pageEvents(ctl, 1, 120)
+	page, _, cut := pageEvents(ctl, 1, 120+len(`{"seq":1,"type":"stdout","ts":0,"data":""}`)+1)
 	if len(page[0].Data) != 20 || cut == "" {
 		t.Errorf("100 control characters (600 in JSON) in 120: kept %d, cut %q", len(page[0].Data), cut)
 	}
