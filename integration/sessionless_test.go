@@ -365,7 +365,7 @@ func TestReplicaNamedHandles(t *testing.T) {
 	if id, _ := v["execution_id"].(string); !strings.HasPrefix(id, "exec_srt-7_") {
 		t.Fatalf("an execution id does not name the replica: %v", v)
 	}
-	if _, isErr, text := sdkCall(t, cs, "execute_code", map[string]any{"code": "y", "language": "python", "session_id": "sess_srt-3_0123456789ab"}); !isErr || !strings.Contains(text, `belongs to replica "srt-3"`) {
+	if v, isErr, text := sdkCall(t, cs, "execute_code", map[string]any{"code": "y", "language": "python", "session_id": "sess_srt-3_0123456789ab"}); !isErr || !strings.Contains(fmt.Sprint(v["error"]), `belongs to replica "srt-3"`) {
 		t.Fatalf("another replica's handle: %s", text)
 	}
 	// A 2025-11-25 client's Mcp-Session-Id names the replica too.
