@@ -128,3 +128,22 @@ func TestReplyBoundCountsJSON(t *testing.T) {
 		t.Errorf("clip of quotes: cut %d, %q", n, s)
 	}
 }
+
+// TestPageEventsBinaryLeadWithinBound: a run's output read as one 32 KiB
+// chunk with a byte that is not UTF-8 is an event the reply spells in
+// base64 (4 characters per 3 bytes). Where such an event leads a reply
+// and does not fit, it is cut by counting its bytes as text (1 character
+// each), so the cut event's base64 is a third over the bound; at the
+// default bound a 32 KiB chunk is not cut at all and the reply carries
+// 43,700 characters of output for a bound of 40,000 ("0 bytes ... left
+// out"). Code in the sandbox only has to print one byte 0xff first.
+func TestPageEventsBinaryLeadWithinBound(t *testing.T) {
+	chunk := []byte("\xff" + strings.Repeat("a", 32<<10-1)) // one pipe read
+	for _, budget := range []int{1000, 20_000, DefaultReplyChars} {
+		ev := []service.Event{{Seq: 7, Type: service.EventStdout, Data: chunk}, {Seq: 8, Type: service.EventExit}}
+		page, next, cut := pageEvents(ev, 9, budget)
+		if n := len(compactJSON(page)); n > budget {
+			t.Errorf("budget %d: the page's JSON is %d characters (next %d, cut %q)", budget, n, next, cut)
+		}
+	}
+}
