@@ -104,3 +104,18 @@ func TestParseTools(t *testing.T) {
 		}
 	}
 }
+
+// TestHostHintCoversTheBound: a tool's anthropic/maxResultSizeChars is
+// what its reply may take (output at most twice the bound once JSON
+// escapes it, and the other fields) for every --max-reply-chars the
+// command accepts (1000 to 1,000,000); past 246,000 the hint is capped
+// at 500,000 while the reply is not, so a host keeps inline less than
+// the server says it will send.
+func TestHostHintCoversTheBound(t *testing.T) {
+	for _, n := range []int{1000, DefaultReplyChars, 246_000, 400_000, 1_000_000} {
+		s := &Server{cfg: Config{ReplyChars: n}}
+		if h := s.hostResultChars(); h < 2*n+8000 {
+			t.Errorf("--max-reply-chars %d: hint %d, a reply may take %d", n, h, 2*n+8000)
+		}
+	}
+}
