@@ -133,3 +133,23 @@ print("made")
 		}
 	}
 }
+
+// --tools narrows what a caller can do to the tools offered: with the
+// data tools (read_artifact) not offered, the artifact:// resource
+// template that reads a session's files the same way is not offered
+// either. It is registered with the data tools and stays listed and
+// readable whatever --tools says.
+func TestHostileCatalogueResourcesFollowTools(t *testing.T) {
+	parallel(t)
+	s := startServe(t, "--tools", "exec")
+	c := connect(t, s.url)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
+	if err != nil {
+		return // resources not served at all: nothing outside --tools
+	}
+	for _, rt := range res.ResourceTemplates {
+		t.Errorf("--tools exec (read_artifact not offered) still lists the resource template %s", rt.URITemplate.Raw())
+	}
+}
