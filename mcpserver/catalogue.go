@@ -35,6 +35,11 @@ const (
 // with room for the reply's other fields.
 const DefaultReplyChars = 40_000
 
+// MaxReplyChars is the largest bound --max-reply-chars takes: a reply
+// carries its output twice (structured and as text), and Claude Code keeps
+// at most 500,000 characters inline whatever a tool declares.
+const MaxReplyChars = (500_000 - 8000) / 2
+
 // profiles name the tool sets --tools accepts besides single tool names.
 var profiles = map[string][]string{
 	"all":          {groupExec, groupData, groupWorkspace, groupRunCode},
@@ -317,7 +322,7 @@ const maxResultSizeKey = "anthropic/maxResultSizeChars"
 // hostResultChars is what a reply of a run's output may take: the output
 // (JSON escaping can double it) and the result's other fields.
 func (s *Server) hostResultChars() int {
-	return min(2*s.cfg.ReplyChars+8000, 500_000)
+	return 2*s.cfg.ReplyChars + 8000
 }
 
 // add registers a catalogue tool with its handler.
@@ -330,7 +335,7 @@ func (s *Server) add(name string, h server.ToolHandlerFunc) {
 func (s *Server) offered(_ context.Context, tools []mcp.Tool) []mcp.Tool {
 	out := tools[:0:0]
 	for _, t := range tools {
-		if s.tools[t.Name] {
+		if _, dotted := dottedNames[t.Name]; !dotted && s.tools[t.Name] {
 			out = append(out, t)
 		}
 	}
@@ -350,4 +355,19 @@ func groupOf(name string) string {
 		return sp.group
 	}
 	return ""
+}
+
+// instructions is what the server tells a client at initialize, about the
+// tools offered only.
+func instructions(on map[string]bool) string {
+	var b strings.Builder
+	b.WriteString("Run commands and code in an OS sandbox (bubblewrap on Linux).")
+	if on["execute_code"] {
+		b.WriteString(" execute_code waits for the result; a reply holds a bounded share of the output, and get_execution_output " +
+			"with since_seq=next_seq reads on. Network and filesystem access beyond the sandbox's private /tmp must be asked for in " +
+			"sandbox_config and is limited to what the operator allows.")
+	}
+	b.WriteString(" State that spans calls lives in handles the server returns: pass a reply's session_id back to keep a " +
+		"workspace's files (and variables), and an execution_id to poll, feed or cancel that execution.")
+	return b.String()
 }

@@ -32,8 +32,10 @@ func (s *Server) addDataTools() {
 	s.add("read_artifact", s.handleReadArtifact)
 	s.add("list_artifacts", s.handleListArtifacts)
 	s.add("close_session", s.handleCloseSession)
-	s.mcp.AddResourceTemplate(mcp.NewResourceTemplate("artifact://{session_id}/{filename}", "artifact",
-		mcp.WithTemplateDescription("A file in a session's /mnt/data")), s.readArtifactResource)
+	if s.tools["read_artifact"] { // the same reading, by another door
+		s.mcp.AddResourceTemplate(mcp.NewResourceTemplate("artifact://{session_id}/{filename}", "artifact",
+			mcp.WithTemplateDescription("A file in a session's /mnt/data")), s.readArtifactResource)
+	}
 }
 
 // dataError is seed 000's error shape: {"error": code, "message": ...}.
@@ -149,7 +151,8 @@ func (s *Server) handleRunPython(ctx context.Context, req mcp.CallToolRequest) (
 		}
 		return dataError(end.ErrCode, msg, map[string]any{"session_id": ws.ID(), "run_id": runID}), nil
 	}
-	v := runResult(ws.ID(), runID, res, s.cfg.ReplyChars)
+	shown := s.shownFiles(res.Artifacts)
+	v := runResult(ws.ID(), runID, res, shown, s.cfg.ReplyChars)
 	if res.QuotaExceeded != "" {
 		return dataError("quota_exceeded", res.QuotaExceeded, v), nil
 	}
@@ -158,7 +161,7 @@ func (s *Server) handleRunPython(ctx context.Context, req mcp.CallToolRequest) (
 	}
 	s.cfg.Logger.Info("run_python", "session_id", ws.ID(), "run_id", runID, "duration_ms", v["duration_ms"], "exit_code", v["exit_code"])
 	out := reply(v, false)
-	out.Content = append(out.Content, s.artifactContent(ctx, ws, res.Artifacts)...)
+	out.Content = append(out.Content, s.artifactContent(ctx, ws, shown)...)
 	return out, nil
 }
 
@@ -186,7 +189,7 @@ func missingModuleHint(stderr string) string {
 
 // runResult is seed 000's run_python response: exit_code is the
 // program's, -1 for a timeout, 128+N for a run cancelled by signal N.
-func runResult(sessionID, runID string, res service.Result, replyChars int) map[string]any {
+func runResult(sessionID, runID string, res service.Result, shown []service.File, replyChars int) map[string]any {
 	trunc := map[string]bool{}
 	for _, t := range res.Truncated {
 		trunc[t] = true
@@ -202,13 +205,13 @@ func runResult(sessionID, runID string, res service.Result, replyChars int) map[
 	v := map[string]any{"session_id": sessionID, "run_id": runID, "exit_code": code,
 		"stdout": stdout, "stderr": stderr,
 		"stdout_truncated": trunc["stdout"] || outCut > 0, "stderr_truncated": trunc["stderr"] || errCut > 0,
-		"artifacts": artifactList(res.Artifacts), "duration_ms": res.Duration()}
+		"artifacts": artifactList(shown), "duration_ms": res.Duration()}
 	if outCut+errCut > 0 {
 		v["cut"] = fmt.Sprintf("%d bytes of stdout and %d of stderr are cut from the middle of this reply (it holds at most %d characters of output); "+
 			"write long output to a file in /mnt/data and read it with read_artifact", outCut, errCut, replyChars)
 	}
-	if res.OK() && res.MoreFiles > 0 {
-		v["more_artifacts"] = res.MoreFiles // past what one reply lists; list_artifacts has them
+	if more := res.MoreFiles + len(res.Artifacts) - len(shown); res.OK() && more > 0 {
+		v["more_artifacts"] = more // past what one reply lists; list_artifacts has them
 	}
 	return v
 }
@@ -223,9 +226,10 @@ func (s *Server) artifactContent(ctx context.Context, ws *service.Workspace, art
 		if !a.Fetchable {
 			continue // no tool can read it back by its name
 		}
-		uri := "artifact://" + ws.ID() + "/" + url.PathEscape(a.Name)
-		link := mcp.NewResourceLink(uri, a.Name, fmt.Sprintf("%v bytes in %s", a.Size, a.Path), a.MIME)
-		out = append(out, link)
+		if s.tools["read_artifact"] {
+			uri := "artifact://" + ws.ID() + "/" + url.PathEscape(a.Name)
+			out = append(out, mcp.NewResourceLink(uri, a.Name, fmt.Sprintf("%v bytes in %s", a.Size, a.Path), a.MIME))
+		}
 		if strings.HasPrefix(a.MIME, "image/") && a.MIME != "image/svg+xml" {
 			data, _, err := s.svc.ReadFile(callerOf(ctx), ws, "preview", a.Name, 32<<20)
 			if err == nil {

@@ -82,7 +82,7 @@ func pageEvents(events []service.Event, next uint64, budget int) (page []service
 			return events[:i], prev, fmt.Sprintf("output past %d characters is not in this reply; read on with get_execution_output since_seq=%d", budget, prev)
 		}
 		if e.Type == service.EventStdout || e.Type == service.EventStderr {
-			keep := prefixWithin(e.Data, max(0, budget-(cost-dataCost(e.Data))))
+			keep := leadWithin(e, budget)
 			e.Data = keep
 			return []service.Event{e}, e.Seq, fmt.Sprintf("output past %d characters is not in this reply (%d bytes of event %d are left out); read on with get_execution_output since_seq=%d",
 				budget, len(events[i].Data)-len(keep), e.Seq, e.Seq)
@@ -90,6 +90,28 @@ func pageEvents(events []service.Event, next uint64, budget int) (page []service
 		return []service.Event{e}, e.Seq, fmt.Sprintf("output past %d characters is not in this reply; read on with get_execution_output since_seq=%d", budget, e.Seq)
 	}
 	return events, next, ""
+}
+
+// leadWithin is the longest prefix of an output event's data with which
+// the event's JSON (and its comma) takes at most budget characters. Text
+// is cut at a rune by its escaped length; other data goes as base64, and
+// a cut prefix may turn out to be text, so the result is measured and
+// shortened until it fits.
+func leadWithin(e service.Event, budget int) []byte {
+	overhead := len(compactJSON(service.Event{Seq: e.Seq, Type: e.Type, TS: e.TS, Data: []byte{}})) + 1
+	room := max(0, budget-overhead)
+	keep := prefixWithin(e.Data, room)
+	if !utf8.Valid(e.Data) {
+		keep = e.Data[:min(len(e.Data), room/4*3)]
+	}
+	for len(keep) > 0 {
+		e.Data = keep
+		if len(compactJSON(e))+1 <= budget {
+			break
+		}
+		keep = keep[:len(keep)*7/8]
+	}
+	return keep
 }
 
 // dataCost is how many characters an event's data takes in a reply's
@@ -180,4 +202,19 @@ func shareReply(a, b, n int) (int, int) {
 		return a, n - a
 	}
 	return n / 2, n - n/2
+}
+
+// shownFiles is the part of a run's files a reply lists: as many as fit a
+// quarter of the reply bound as the reply's JSON spells them (a run can
+// make a thousand files with long names); the rest are counted, and
+// list_artifacts has them.
+func (s *Server) shownFiles(files []service.File) []service.File {
+	used, budget := 0, s.cfg.ReplyChars/4
+	for i, f := range files {
+		used += len(compactJSON(artifactJSON(f))) + 1
+		if used > budget {
+			return files[:i]
+		}
+	}
+	return files
 }

@@ -19,6 +19,15 @@ import (
 func (s *Server) addSeed003Tools() {
 	s.add("sandbox_run_code", s.handleRunCode)
 	s.add("sandbox_list_runners", s.handleListRunners)
+	// The dotted names are registered too, unlisted (offered drops them),
+	// so that a 2026-07-28 caller's Mcp-Param-* headers are checked
+	// against the body under them as under the listed names: mcp-go does
+	// that before the call is renamed (undot).
+	for dotted, name := range dottedNames {
+		t := s.tool(name, "")
+		t.Name = dotted
+		s.mcp.AddTool(t, s.mcp.GetTool(name).Handler)
+	}
 }
 
 func (s *Server) handleListRunners(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -80,10 +89,11 @@ func (s *Server) handleRunCode(ctx context.Context, req mcp.CallToolRequest) (*m
 	}
 	files := []map[string]any{}
 	listed, more := s.svc.Files(c, ws, "sandbox.run_code")
-	if more > 0 {
+	shown := s.shownFiles(listed)
+	if more += len(listed) - len(shown); more > 0 {
 		output += fmt.Sprintf("\n(%d more files in the conversation are not listed)", more)
 	}
-	for _, f := range listed {
+	for _, f := range shown {
 		fd := map[string]any{"name": f.Name}
 		if f.URL != "" {
 			fd["url"] = f.URL

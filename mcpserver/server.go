@@ -103,12 +103,7 @@ func New(cfg Config, svc *service.Service) *Server {
 		server.WithHooks(hooks),
 		server.WithToolHandlerMiddleware(s.strict),
 		server.WithToolFilter(s.offered),
-		server.WithInstructions("Run commands and code in an OS sandbox (bubblewrap on Linux). "+
-			"execute_code waits for the result; execute_code_async returns an execution_id to poll with get_execution_output "+
-			"(pass next_seq back as since_seq to get only new output). Network and filesystem access beyond the sandbox's "+
-			"private /tmp must be requested in sandbox_config and is limited to what the operator allows. "+
-			"State that spans calls lives in handles the server returns: pass a reply's session_id back to keep a workspace's "+
-			"variables and files, and an execution_id to poll, feed or cancel that execution."),
+		server.WithInstructions(instructions(cfg.Tools)),
 	)
 	s.addTools()
 	s.addDataTools()

@@ -84,7 +84,7 @@ func (s *Server) handleCode(ctx context.Context, req mcp.CallToolRequest, a exec
 	isErr := res.Snapshot.State == service.StateFailed || res.QuotaExceeded != ""
 	out := reply(v, isErr)
 	if r.Workspace != nil {
-		out.Content = append(out.Content, s.artifactContent(ctx, r.Workspace, res.Artifacts)...)
+		out.Content = append(out.Content, s.artifactContent(ctx, r.Workspace, s.shownFiles(res.Artifacts))...)
 	}
 	return out, nil
 }
@@ -136,7 +136,11 @@ func (s *Server) codeResult(res service.Result, sessionID, language string) map[
 		r["note"] = res.Note
 	}
 	if len(res.Artifacts) > 0 {
-		r["artifacts"] = artifactList(res.Artifacts)
+		shown := s.shownFiles(res.Artifacts)
+		r["artifacts"] = artifactList(shown)
+		if more := len(res.Artifacts) - len(shown); more > 0 {
+			r["more_artifacts"] = more // list_artifacts has them
+		}
 	}
 	return r
 }

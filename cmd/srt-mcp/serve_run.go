@@ -180,8 +180,8 @@ func serveOptions(c *cli.Context) (server.Options, error) {
 	if err != nil {
 		return o, cli.Exit(err.Error(), exitUsage)
 	}
-	if n := c.Int("max-reply-chars"); n < 1000 || n > 1_000_000 {
-		return o, cli.Exit(fmt.Sprintf("--max-reply-chars %d: give 1000 to 1000000", n), exitUsage)
+	if n := c.Int("max-reply-chars"); n < 1000 || n > mcpserver.MaxReplyChars {
+		return o, cli.Exit(fmt.Sprintf("--max-reply-chars %d: give 1000 to %d (a reply carries its output twice, and hosts keep at most 500,000 characters inline)", n, mcpserver.MaxReplyChars), exitUsage)
 	}
 	var reload *server.Settings
 	if cf != nil {
