@@ -58,6 +58,7 @@ deps-test: clients
 clients:
 	@command -v npm >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm)
 	cd integration/mcpclient && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	cd integration/mcpclient/langchain && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 
 # Set up and run: check the host, then serve MCP (and the playground, the
 # LibreChat API, health and metrics) on http://127.0.0.1:8080 with the
