@@ -54,11 +54,13 @@ deps-test: clients
 		if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
 	else echo "not root or no apt-get: install $(APT_TEST) yourself"; fi
 
-# The unmodified third-party MCP clients the integration suite drives.
+# The unmodified third-party MCP clients the integration suite drives, and
+# the peers bench --costs weighs srt-mcp against (bench/peers).
 clients:
 	@command -v npm >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm)
 	cd integration/mcpclient && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 	cd integration/mcpclient/langchain && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	cd bench/peers && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 
 # Set up and run: check the host, then serve MCP (and the playground, the
 # LibreChat API, health and metrics) on http://127.0.0.1:8080 with the

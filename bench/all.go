@@ -40,6 +40,7 @@ func (s *suite) all() error {
 		{"workspace", s.workspace},
 		{"docker", s.docker},
 		{"disk", s.disk},
+		{"costs", s.costs},
 	}
 	for _, p := range parts {
 		s.printf("\n== %s\n", p.name)

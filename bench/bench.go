@@ -3,7 +3,8 @@
 // (tunnelling and terminating TLS), many clients at once, cold-run throughput) against their anchors (bare
 // python3, minimal bwrap, docker exec, a direct download) in the same run,
 // interleaved so that machine noise hits both alike, and prints each
-// ratio with its goal.
+// ratio with its goal. It also weighs what srt-mcp costs a model per turn
+// (its catalogue and replies, in bytes and tokens) beside its peers'.
 //
 // It drives a real srt-mcp binary (Options.Binary: its exec and serve
 // commands) as a user would, so it measures what a release does, not a
@@ -37,11 +38,12 @@ const (
 	MCP       Mode = "mcp"
 	Exec      Mode = "exec"
 	Disk      Mode = "disk"
+	Costs     Mode = "costs"
 )
 
 // selectOrder is which part wins when several are asked for: --docker is
 // also a modifier of --workspace, so Workspace comes before it.
-var selectOrder = []Mode{All, Cold, Load, Net, TLS, Workspace, Docker, Data, MCP, Disk}
+var selectOrder = []Mode{All, Cold, Load, Net, TLS, Workspace, Docker, Data, MCP, Disk, Costs}
 
 // Select picks the part of the bench the flags ask for: set reports
 // whether the flag of that name is set. Exec when none is.
@@ -73,6 +75,12 @@ type Options struct {
 	// ClientDir holds load.mjs and the MCP TypeScript SDK's node_modules
 	// (Load and Cold); "" is $SRT_MCP_CLIENTS, else integration/mcpclient.
 	ClientDir string
+	// PeersDir holds the peers Costs compares against and its tokenizer
+	// (bench/peers' node_modules); "" is $SRT_MCP_PEERS, else bench/peers.
+	PeersDir string
+	// E2BServer is a build of E2B's MCP server (packages/js/build/index.js)
+	// for Costs; "" is $SRT_MCP_E2B_SERVER, else not measured.
+	E2BServer string
 	// JSON prints Load's report as one JSON line.
 	JSON bool
 	// Out receives the tables; nil is standard output.
@@ -108,6 +116,8 @@ func Run(m Mode, o Options) error {
 		return s.exec()
 	case Disk:
 		return s.disk()
+	case Costs:
+		return s.costs()
 	}
 	return fmt.Errorf("bench: unknown part %q", m)
 }

@@ -85,15 +85,21 @@ func (b *server) stop() {
 // rpc sends one JSON-RPC request (a notification when params is nil and
 // the method starts with "notifications/") and returns its result.
 func (b *server) rpc(method string, params any) (map[string]any, error) {
-	msg := map[string]any{"jsonrpc": "2.0", "method": method}
-	if params != nil {
-		msg["params"] = params
+	raw, err := b.rpcRaw(method, params)
+	if err != nil || raw == nil {
+		return nil, err
 	}
-	if !strings.HasPrefix(method, "notifications/") {
-		b.id++
-		msg["id"] = b.id
+	var result map[string]any
+	if err := json.Unmarshal(raw, &result); err != nil {
+		return nil, fmt.Errorf("%s: bad result %q: %v", method, raw, err)
 	}
-	body, _ := json.Marshal(msg)
+	return result, nil
+}
+
+// rpcRaw is rpc's result as the server sent it (nil for a notification),
+// for the bench that counts its bytes (costs.go).
+func (b *server) rpcRaw(method string, params any) (json.RawMessage, error) {
+	body := jsonrpcRequest(method, params, &b.id)
 	req, _ := http.NewRequest("POST", b.url, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -113,18 +119,53 @@ func (b *server) rpc(method string, params any) (map[string]any, error) {
 	if resp.StatusCode == http.StatusAccepted {
 		return nil, nil
 	}
-	if i := bytes.Index(raw, []byte("data: ")); i >= 0 { // an SSE-framed reply
-		raw = raw[i+6:]
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		raw = sseData(raw)
 	}
+	return jsonrpcResult(method, raw)
+}
+
+// sseData is the data of an SSE-framed reply's first event. Only a line
+// that starts with "data: " is one: the JSON itself may hold that text
+// (a tool's description saying "/mnt/data: its files").
+func sseData(stream []byte) []byte {
+	for _, line := range bytes.Split(stream, []byte("\n")) {
+		if d, ok := bytes.CutPrefix(bytes.TrimSuffix(line, []byte("\r")), []byte("data: ")); ok {
+			return d
+		}
+	}
+	return stream
+}
+
+// jsonrpcRequest is one JSON-RPC request, numbered from *id; a method
+// under "notifications/" is a notification (no id).
+func jsonrpcRequest(method string, params any, id *int) []byte {
+	msg := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	if !strings.HasPrefix(method, "notifications/") {
+		*id++
+		msg["id"] = *id
+	}
+	body, _ := json.Marshal(msg)
+	return body
+}
+
+// jsonrpcResult is a JSON-RPC response's result; its error is an error.
+func jsonrpcResult(method string, raw []byte) (json.RawMessage, error) {
 	var v struct {
-		Result map[string]any `json:"result"`
-		Error  any            `json:"error"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, fmt.Errorf("bad reply %q: %v", raw, err)
 	}
 	if v.Error != nil {
-		return nil, fmt.Errorf("%s: %v", method, v.Error)
+		return nil, fmt.Errorf("%s: error %d: %s", method, v.Error.Code, v.Error.Message)
 	}
 	return v.Result, nil
 }

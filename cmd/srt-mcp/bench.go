@@ -33,6 +33,9 @@ to minimal bwrap (the issue's goal is at most 1.3x).`,
 		&cli.StringFlag{Name: "client-dir", Usage: "with --load and --cold: the directory with load.mjs and the SDK's node_modules (default $SRT_MCP_CLIENTS, else integration/mcpclient)"},
 		&cli.BoolFlag{Name: "json", Usage: "with --load: print the report as one JSON line"},
 		&cli.BoolFlag{Name: "cold", Usage: "instead: cold-run throughput, 10 concurrent MCP TypeScript SDK clients calling execute_code vs 10 concurrent minimal-bwrap loops"},
+		&cli.BoolFlag{Name: "costs", Usage: "instead: what a model reads per turn, in bytes and tokens: tools/list per --tools profile and the replies of typical calls (content[0].text, structuredContent, the whole result), beside mcp-run-python's and E2B's MCP server's; a markdown table"},
+		&cli.StringFlag{Name: "peers-dir", Usage: "with --costs: where bench/peers' packages are installed (mcp-run-python, the tokenizer; default $SRT_MCP_PEERS, else bench/peers)"},
+		&cli.StringFlag{Name: "e2b-server", Usage: "with --costs: a build of github.com/e2b-dev/mcp-server packages/js (build/index.js; default $SRT_MCP_E2B_SERVER): its npm name is not published"},
 		&cli.BoolFlag{Name: "all", Usage: "every part above, each against its anchor in the same run, then one table of every row with its goal"},
 	},
 	Action: runBench,
@@ -49,5 +52,6 @@ func runBench(c *cli.Context) error {
 		Binary: self, Rounds: c.Int("rounds"), Warmup: c.Int("warmup"), Python: c.String("python"),
 		Docker: c.Bool("docker"), Image: c.String("image"), Against: c.String("against"),
 		Clients: c.Int("clients"), Seconds: c.Int("seconds"), ClientDir: c.String("client-dir"), JSON: c.Bool("json"),
+		PeersDir: c.String("peers-dir"), E2BServer: c.String("e2b-server"),
 	})
 }
