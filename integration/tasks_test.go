@@ -13,9 +13,11 @@ package integration
 // request goes through the same client's transport, on its session.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"reflect"
 	"regexp"
 	"strings"
@@ -335,4 +337,24 @@ func TestMCPTasksNotDeclared(t *testing.T) {
 func mustRaw(v map[string]json.RawMessage) []byte {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// TestMCPTasksTypeScriptClient: the TypeScript SDK 1.32's experimental
+// task API (callToolStream, getTask, getTaskResult, listTasks,
+// cancelTask) end to end; the cancelled task's sandbox is gone.
+func TestMCPTasksTypeScriptClient(t *testing.T) {
+	parallel(t)
+	dir := mcpClients(t)
+	requirePythonData(t)
+	s := startServe(t)
+	marker := fmt.Sprintf("srtmcp-ts-task-%d", time.Now().UnixNano())
+	cmd := exec.Command("node", "tasks.mjs", "--url", s.url, "--marker", marker)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if checks := nodeChecks(t, "tasks.mjs", out); err != nil || checks < 15 {
+		t.Fatalf("tasks.mjs: %v (%d checks)\nstderr: %s", err, checks, stderr.String())
+	}
+	waitNoProcesses(t, marker, 15*time.Second)
 }
