@@ -140,6 +140,7 @@ func (s *Server) handleRunPython(ctx context.Context, req mcp.CallToolRequest) (
 	if err != nil {
 		return fromErr(err), nil
 	}
+	s.taskStarted(ctx, r) // a task-augmented call is answered now (tasks.go)
 	res := r.Wait(ctx)
 	if end := res.End; end != nil && end.Type == service.EventError {
 		// The sandbox could not run the code at all: say why, not a fake exit code.

@@ -136,6 +136,9 @@ func (s *Server) mcpFilter(next, plain http.Handler) http.Handler {
 		if !ok {
 			return
 		}
+		if sid != "" && s.tasks.serve(w, r, next, sid, body) {
+			return // a task message of a session offered tasks (tasks.go)
+		}
 		if sid != "" && !mayBeInitialize(body) {
 			next.ServeHTTP(w, r) // a session's call: nothing here to admit
 			return

@@ -60,6 +60,9 @@ type Server struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 	sse       *server.SSEServer
+
+	// tasks answers MCP tasks for execute_code and run_python (tasks.go).
+	tasks *tasks
 }
 
 // New builds the MCP server and its tools on the run service.
@@ -111,6 +114,7 @@ func New(cfg Config, svc *service.Service) *Server {
 	s.addSnapshotTools()
 	s.addInstallTool()
 	s.addSeed003Tools()
+	s.addTasks(hooks)
 	return s
 }
 

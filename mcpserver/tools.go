@@ -159,6 +159,7 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 // when the request asks for them. If the client goes away first, the run
 // is stopped the gentle way (an interrupt, SIGTERM, then a kill).
 func (s *Server) finish(ctx context.Context, req mcp.CallToolRequest, r *service.Run) service.Result {
+	s.taskStarted(ctx, r) // a task-augmented call is answered now (tasks.go)
 	s.waitWithProgress(ctx, req, r.Exec)
 	return r.Wait(ctx)
 }
