@@ -103,6 +103,7 @@ func New(cfg Config, svc *service.Service) *Server {
 		server.WithHooks(hooks),
 		server.WithToolHandlerMiddleware(s.strict),
 		server.WithToolFilter(s.offered),
+		server.WithToolFilter(linkRunApp),
 		server.WithInstructions("Run commands and code in an OS sandbox (bubblewrap on Linux). "+
 			"execute_code waits for the result; execute_code_async returns an execution_id to poll with get_execution_output "+
 			"(pass next_seq back as since_seq to get only new output). Network and filesystem access beyond the sandbox's "+
@@ -116,6 +117,7 @@ func New(cfg Config, svc *service.Service) *Server {
 	s.addSnapshotTools()
 	s.addInstallTool()
 	s.addSeed003Tools()
+	s.addRunApp()
 	return s
 }
 
