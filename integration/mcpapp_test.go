@@ -203,18 +203,14 @@ func startAppHost(t *testing.T, clients, mcpURL string) (string, func() []string
 	hostPage := strings.Replace(string(page), "<!--IMPORTMAP-->", `<script type="importmap">`+string(im)+`</script>`, 1)
 
 	target, _ := url.Parse(mcpURL)
-	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
-	direct := proxy.Director
-	proxy.Director = func(r *http.Request) {
-		direct(r)
+	proxy := &httputil.ReverseProxy{FlushInterval: -1, Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(&url.URL{Scheme: target.Scheme, Host: target.Host})
 		// The host's backend holds the MCP connection, not the browser:
 		// nothing of the page's browsing context goes on.
 		for _, h := range []string{"Origin", "Referer", "Cookie", "Sec-Fetch-Site", "Sec-Fetch-Mode", "Sec-Fetch-Dest"} {
-			r.Header.Del(h)
+			r.Out.Header.Del(h)
 		}
-		r.Host = target.Host
-	}
-	proxy.FlushInterval = -1
+	}}
 
 	var mu sync.Mutex
 	var foreign []string
