@@ -106,6 +106,7 @@ func New(cfg Config, svc *service.Service) *Server {
 		server.WithHooks(hooks),
 		server.WithToolHandlerMiddleware(s.strict),
 		server.WithToolFilter(s.offered),
+		server.WithToolFilter(linkRunApp),
 		server.WithInstructions(instructions(cfg.Tools)),
 	)
 	s.addTools()
@@ -115,6 +116,7 @@ func New(cfg Config, svc *service.Service) *Server {
 	s.addInstallTool()
 	s.addSeed003Tools()
 	s.addTasks(hooks)
+	s.addRunApp()
 	return s
 }
 
