@@ -109,8 +109,8 @@ type toolSpec struct {
 var catalogue = []toolSpec{
 	{name: "execute_code", group: groupExec, title: "Run code", resultChars: true, destructive: true,
 		desc: "Run a shell command in a fresh OS sandbox, or code in a workspace's interpreter, and wait. " +
-			"Reply: {execution_id, status, exit_code, output:[{seq,type,data}], next_seq}; output past %d characters is cut: " +
-			"read on with get_execution_output since_seq=next_seq. No network or host paths unless sandbox_config asks.",
+			"Output past %d characters is cut: read on with get_execution_output since_seq=next_seq. " +
+			"No network or host paths unless sandbox_config asks.",
 		input:  object(nil, append(slices.Clone(execProps), `"wait_for_completion":{"type":"boolean","default":true}`)...),
 		output: resultOutput},
 	{name: "execute_code_async", group: groupExec, title: "Start code", destructive: true,

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -18,7 +19,7 @@ func listing(t *testing.T, s *Server) []byte {
 			tools = append(tools, s.tool(sp.name, ""))
 		}
 	}
-	b, err := json.Marshal(map[string]any{"tools": tools})
+	b, err := json.Marshal(map[string]any{"tools": linkRunApp(context.Background(), tools)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,13 +37,14 @@ func catalogueServer(t *testing.T, profile ...string) *Server {
 
 // TestCatalogueBudget holds the listing to what hosts that send every
 // tool with every model request can afford: the whole catalogue 12 KB,
-// execute_code 2 KB.
+// execute_code 2 KB, with the run view's links (the tasks' taskSupport is
+// shown only to clients that declare tasks).
 func TestCatalogueBudget(t *testing.T) {
 	s := catalogueServer(t)
 	if n := len(listing(t, s)); n > 12<<10 {
 		t.Errorf("the full catalogue is %d bytes; the budget is %d", n, 12<<10)
 	}
-	b, _ := json.Marshal(s.tool("execute_code", ""))
+	b, _ := json.Marshal(linkRunApp(context.Background(), []mcp.Tool{s.tool("execute_code", "")})[0])
 	if len(b) > 2<<10 {
 		t.Errorf("execute_code is %d bytes; the budget is %d", len(b), 2<<10)
 	}
