@@ -43,6 +43,9 @@ func runAppResourceMeta() map[string]any {
 
 // addRunApp registers the view as a resource.
 func (s *Server) addRunApp() {
+	if !s.tools["execute_code"] && !s.tools["run_python"] {
+		return // no tool offered links it
+	}
 	res := mcp.NewResource(runAppURI, "run_view",
 		mcp.WithResourceDescription("Interactive view of an execute_code or run_python call (MCP Apps)"),
 		mcp.WithMIMEType(runAppMIME))
