@@ -164,21 +164,9 @@ func TestClaudeAgentSDKThreadsHandles(t *testing.T) {
 	cmd := exec.Command("node", "agent.mjs", "--mcp", endpoint, "--api", api.URL, "--token", "agent-token-0123456789")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOME="+home, "CLAUDE_CONFIG_DIR="+filepath.Join(home, ".claude"))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	done := make(chan struct{})
-	var out []byte
-	var err error
-	go func() { out, err = cmd.Output(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(3 * time.Minute):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("the agent did not finish in 3 minutes\n%s", stderr.String())
-	}
+	out, stderr, err := runNode(t, cmd, 3*time.Minute)
 	if err != nil {
-		t.Fatalf("agent.mjs: %v\n%s\n%s", err, out, stderr.String())
+		t.Fatalf("agent.mjs: %v\n%s\n%s", err, out, stderr)
 	}
 
 	model.mu.Lock()

@@ -6,7 +6,6 @@ package integration
 // ToolMessage the model is handed must carry the reply's JSON.
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,20 +26,8 @@ func TestLangChainMCPAdapters(t *testing.T) {
 	cmd := exec.Command("node", "langchain.mjs", "--mcp", s.url)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOME="+reachableTempDir(t))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	done := make(chan struct{})
-	var out []byte
-	var err error
-	go func() { out, err = cmd.Output(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Minute):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("langchain.mjs did not finish in 2 minutes\n%s", stderr.String())
-	}
+	out, stderr, err := runNode(t, cmd, 2*time.Minute)
 	if checks := nodeChecks(t, "langchain", out); err != nil || checks < 5 {
-		t.Fatalf("langchain.mjs: %v (%d checks)\n%s\nstderr: %s", err, checks, out, stderr.String())
+		t.Fatalf("langchain.mjs: %v (%d checks)\n%s\nstderr: %s", err, checks, out, stderr)
 	}
 }

@@ -165,6 +165,26 @@ func runClient(t *testing.T, dir string, args ...string) {
 // nodeChecks reads the JSON check lines a client script prints
 // ({"check", "ok", "detail"}), fails the test for each failed one, and
 // returns how many there were.
+// runNode runs a Node client script to its end, killing it after limit:
+// what it printed (its checks), what it wrote to stderr, and how it ended.
+func runNode(t *testing.T, cmd *exec.Cmd, limit time.Duration) ([]byte, string, error) {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.Output(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("%s did not finish in %s\n%s", strings.Join(cmd.Args, " "), limit, stderr.String())
+	}
+	return out, stderr.String(), err
+}
+
 func nodeChecks(t *testing.T, what string, out []byte) int {
 	t.Helper()
 	checks := 0

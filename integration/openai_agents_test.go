@@ -8,7 +8,6 @@ package integration
 // get_execution_output from next_seq.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -187,23 +186,11 @@ func TestOpenAIAgentsSDK(t *testing.T) {
 		cmd := exec.Command("node", "openai-agents.mjs", "--mcp", s.url, "--want-tools", strings.Join(lists[profile], ","))
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "HOME="+reachableTempDir(t))
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		done := make(chan struct{})
-		var out []byte
-		var err error
-		go func() { out, err = cmd.Output(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(3 * time.Minute):
-			_ = cmd.Process.Kill()
-			<-done
-			t.Fatalf("--tools %q: the agent did not finish in 3 minutes\n%s", profile, stderr.String())
-		}
+		out, stderr, err := runNode(t, cmd, 3*time.Minute)
 		// 2 refusal units, 2 listing checks, 4 request checks, 3 output
 		// checks, 1 final answer.
 		if checks := nodeChecks(t, "openai-agents "+profile, out); err != nil || checks < 12 {
-			t.Fatalf("--tools %q: openai-agents.mjs: %v (%d checks)\n%s\nstderr: %s", profile, err, checks, out, stderr.String())
+			t.Fatalf("--tools %q: openai-agents.mjs: %v (%d checks)\n%s\nstderr: %s", profile, err, checks, out, stderr)
 		}
 	}
 	// --tools exec offered the model fewer tools, none of seed 003's.
