@@ -105,6 +105,11 @@ async function main() {
   );
   check("execute_code result", sc(r).status === "completed" && sc(r).exit_code === 4 && stdoutOf(r) === "line1\nline2\nline3\n", sc(r));
   check("execute_code events", sc(r).output[0].type === "ready" && sc(r).output.at(-1).type === "exit" && sc(r).output.at(-1).code === 4, sc(r).output.map((e) => e.type));
+  // Seed 002's example client: json.loads(result.content[0].text), then walk its output events.
+  let parsed = null;
+  try { parsed = JSON.parse(r.content?.[0]?.text); } catch {}
+  check("content[0].text is the result's JSON", r.content?.[0]?.type === "text" && JSON.stringify(parsed) === JSON.stringify(sc(r)) &&
+    parsed.output.filter((e) => e.type === "stdout").map((e) => e.data).join("") === "line1\nline2\nline3\n", r.content?.[0]?.text);
   check("progress notifications", progress.length >= 1 && progress.some((p) => (p.message || "").includes("line1")), progress);
 
   // execute_code_async, then poll with a cursor until done.
