@@ -64,6 +64,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -90,6 +91,13 @@ const (
 	// maxFinishedTasks bounds the finished tasks (and their replies) one
 	// session keeps; the oldest goes first.
 	maxFinishedTasks = 32
+	// maxHeldPerPrincipal and maxHeldReplies bound the bytes of finished
+	// tasks' replies one key, and all keys, make the server hold (a key
+	// may hold hundreds of sessions, a run_python reply with previews is
+	// most of a megabyte); past them the task that finished first is
+	// forgotten (its execution stays readable for the retention time).
+	maxHeldPerPrincipal = 32 << 20
+	maxHeldReplies      = 256 << 20
 	// taskPageSize is how many tasks one tasks/list page holds.
 	taskPageSize = 50
 )
@@ -111,6 +119,10 @@ type tasks struct {
 	capable map[string]bool
 	// bySession are each session's tasks, oldest first.
 	bySession map[string][]*task
+	// heldBy and held are the bytes of the replies finished tasks keep,
+	// per principal and in all.
+	heldBy map[string]int
+	held   int
 }
 
 // task is one task-augmented tools/call.
@@ -139,6 +151,10 @@ type task struct {
 	isError   bool
 	cancelled bool
 	updated   time.Time
+
+	// heldBytes is what the reply counts in the store's bounds (under
+	// tasks.mu; 0 until it is counted).
+	heldBytes int
 }
 
 // rpcReply is a JSON-RPC response's outcome: its result or its error.
@@ -151,6 +167,13 @@ type rpcReply struct {
 func (t *task) id() string { return t.exec.ID() }
 
 // finished reports whether the handler has returned.
+// finishedAt is when the task's handler returned (its last update).
+func (t *task) finishedAt() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.updated
+}
+
 func (t *task) finished() bool {
 	select {
 	case <-t.done:
@@ -234,6 +257,9 @@ func (ts *tasks) endSession(sid string) {
 	list := ts.bySession[sid]
 	delete(ts.bySession, sid)
 	delete(ts.capable, sid)
+	for _, t := range list {
+		ts.releaseLocked(t)
+	}
 	ts.mu.Unlock()
 	for _, t := range list {
 		t.cancel()
@@ -408,7 +434,22 @@ func syncCall(params json.RawMessage) ([]byte, error) {
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, errors.New("params must be an object")
 	}
-	delete(p, "task")
+	// The name mcp-go runs is the one the door checked: Go's decoder
+	// matches keys without regard to case, the last one winning, so
+	// {"name": ..., "NAME": ...} must not leave two for mcp-go to choose
+	// from.
+	var named struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(params, &named); err != nil {
+		return nil, errors.New("params must be an object")
+	}
+	for k := range p {
+		if strings.EqualFold(k, "name") || strings.EqualFold(k, "task") {
+			delete(p, k)
+		}
+	}
+	p["name"], _ = json.Marshal(named.Name)
 	if raw, ok := p["_meta"]; ok {
 		var meta map[string]json.RawMessage
 		if json.Unmarshal(raw, &meta) == nil {
@@ -435,6 +476,77 @@ func (ts *tasks) run(t *task, inner []byte) {
 	t.reply, t.isError, t.updated = reply, res.IsError, time.Now()
 	t.mu.Unlock()
 	close(t.done)
+	ts.mu.Lock()
+	if slices.Contains(ts.bySession[t.session], t) {
+		ts.holdLocked(t)
+	}
+	ts.mu.Unlock()
+}
+
+// holdLocked counts a finished task's reply in the bounds, forgetting the
+// tasks that finished first while its principal, or everyone, holds too
+// much; called with ts.mu held.
+func (ts *tasks) holdLocked(t *task) {
+	if t.heldBytes > 0 || !t.finished() {
+		return
+	}
+	t.mu.Lock()
+	size := len(t.reply.Result) + len(t.reply.Error) + 1
+	t.mu.Unlock()
+	t.heldBytes = size
+	if ts.heldBy == nil {
+		ts.heldBy = map[string]int{}
+	}
+	ts.heldBy[t.principal] += t.heldBytes
+	ts.held += t.heldBytes
+	for ts.heldBy[t.principal] > maxHeldPerPrincipal || ts.held > maxHeldReplies {
+		principal := t.principal
+		if ts.heldBy[principal] <= maxHeldPerPrincipal {
+			principal = "" // everyone's bound: the oldest of anyone's
+		}
+		if !ts.forgetOldestLocked(principal) {
+			return
+		}
+	}
+}
+
+// forgetOldestLocked drops the finished task (of principal, or of anyone
+// for "") that finished first; false when there is none.
+func (ts *tasks) forgetOldestLocked(principal string) bool {
+	var oldest *task
+	var at time.Time
+	for _, list := range ts.bySession {
+		for _, t := range list {
+			if t.heldBytes == 0 || (principal != "" && t.principal != principal) {
+				continue
+			}
+			if end := t.finishedAt(); oldest == nil || end.Before(at) {
+				oldest, at = t, end
+			}
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	list := ts.bySession[oldest.session]
+	if i := slices.Index(list, oldest); i >= 0 {
+		ts.bySession[oldest.session] = slices.Delete(list, i, i+1)
+	}
+	ts.releaseLocked(oldest)
+	return true
+}
+
+// releaseLocked stops counting a task's reply; called with ts.mu held.
+func (ts *tasks) releaseLocked(t *task) {
+	if t.heldBytes == 0 {
+		return
+	}
+	ts.heldBy[t.principal] -= t.heldBytes
+	if ts.heldBy[t.principal] <= 0 {
+		delete(ts.heldBy, t.principal)
+	}
+	ts.held -= t.heldBytes
+	t.heldBytes = 0
 }
 
 // add records a started task in its session (false: the session ended),
@@ -447,6 +559,7 @@ func (ts *tasks) add(t *task) bool {
 		return false
 	}
 	ts.bySession[t.session] = append(ts.sweepLocked(t.session), t)
+	ts.holdLocked(t)
 	return true
 }
 
@@ -462,8 +575,11 @@ func (ts *tasks) sweepLocked(sid string) []*task {
 	}
 	kept := list[:0]
 	for _, t := range list {
-		if t.finished() && (time.Since(t.created) > t.ttl || finished > maxFinishedTasks) {
+		// The ttl counts from the end of the run: a run longer than its
+		// ttl keeps its result for the client to read.
+		if t.finished() && (time.Since(t.finishedAt()) > t.ttl || finished > maxFinishedTasks) {
 			finished--
+			ts.releaseLocked(t)
 			continue
 		}
 		kept = append(kept, t)
