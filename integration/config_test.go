@@ -41,8 +41,8 @@ func TestSettingsFileReload(t *testing.T) {
 	s := startServe(t, "--backend", "native", "--config", path)
 	cs := goSDK(t, s.url, "")
 	fetch := func(hostport string) string {
-		_, _, text := sdkCall(t, cs, "execute_code", map[string]any{"command": "curl -sS -o /dev/stdout -w ' %{http_code}' http://" + hostport + "/"})
-		return text
+		v, _, _ := sdkCall(t, cs, "execute_code", map[string]any{"command": "curl -sS -o /dev/stdout -w ' %{http_code}' http://" + hostport + "/"})
+		return stdoutOf(v)
 	}
 	if out := fetch(b); !strings.Contains(out, "hello-from-host 200") {
 		t.Fatalf("b.test with the first settings: %s", out)

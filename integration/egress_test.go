@@ -393,7 +393,7 @@ func testEgressServeMCPCredentials(t *testing.T, backend []string) {
 		t.Error("execute_code's description does not name the offered credential")
 	}
 	v, isErr := callTool(t, c, "execute_code", map[string]any{"command": egPy("GET", "https://"+host+"/echo")})
-	out := egStdout(v)
+	out := stdoutOf(v)
 	if isErr || !strings.Contains(out, "inside=srtmcp_masked_") || !strings.Contains(out, "200 echo GET /echo auth=[Bearer srtmcp_masked_") {
 		t.Fatalf("execute_code: %v", v)
 	}
@@ -402,7 +402,7 @@ func testEgressServeMCPCredentials(t *testing.T, backend []string) {
 	}
 	// A call that uses none of the operator's credentials gets none.
 	v, isErr = callTool(t, c, "execute_code", map[string]any{"command": egPy("GET", "https://"+host+"/echo"), "sandbox_config": map[string]any{"credentials": []string{}}})
-	if isErr || !strings.Contains(egStdout(v), "inside=unset") {
+	if isErr || !strings.Contains(stdoutOf(v), "inside=unset") {
 		t.Fatalf("credentials: [] must withhold it: %v", v)
 	}
 	// One it is not offered is an error naming it.
@@ -413,7 +413,7 @@ func testEgressServeMCPCredentials(t *testing.T, backend []string) {
 	// A call's request rule narrows: POST refused by the proxy.
 	v, _ = callTool(t, c, "execute_code", map[string]any{"command": egPy("POST", "https://"+host+"/echo"),
 		"sandbox_config": map[string]any{"network": map[string]any{"request_rules": []any{map[string]any{"host": "api.example.com", "methods": []string{"GET"}}}}}})
-	if !strings.Contains(egStdout(v), "403 srt-mcp proxy: POST /echo on api.example.com is not allowed") {
+	if !strings.Contains(stdoutOf(v), "403 srt-mcp proxy: POST /echo on api.example.com is not allowed") {
 		t.Fatalf("a call's request rule: %v", v)
 	}
 	// In a session, each request is a line of the session's audit log.
@@ -424,7 +424,7 @@ func testEgressServeMCPCredentials(t *testing.T, backend []string) {
 	}
 	v, isErr = callTool(t, c, "execute_code", map[string]any{"session_id": sid,
 		"command": egPy("GET", "https://"+host+"/echo/audited?q=TOKEN")})
-	if isErr || !strings.Contains(egStdout(v), "echo GET /echo/audited") {
+	if isErr || !strings.Contains(stdoutOf(v), "echo GET /echo/audited") {
 		t.Fatalf("in a session: %v", v)
 	}
 	auditOut, err := exec.Command(nwBin(t), "audit", "--state-dir", state, sid).Output()
@@ -459,8 +459,8 @@ func testEgressServeMCPCredentials(t *testing.T, backend []string) {
 	}
 }
 
-// egStdout joins an execution result's stdout events.
-func egStdout(v map[string]any) string {
+// stdoutOf joins an execution result's stdout events.
+func stdoutOf(v map[string]any) string {
 	var b strings.Builder
 	out, _ := v["output"].([]any)
 	for _, e := range out {
