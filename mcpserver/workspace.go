@@ -112,8 +112,12 @@ func (s *Server) codeResult(res service.Result, sessionID, language string) map[
 	r["stdout"], outCut = clip(stdout, outMax)
 	r["stderr"], errCut = clip(stderr, errMax)
 	if outCut+errCut > 0 {
-		r["cut"] = fmt.Sprintf("%d bytes of stdout and %d of stderr are cut from the middle of this reply (it holds at most %d characters of output); "+
+		cut := fmt.Sprintf("%d bytes of stdout and %d of stderr are cut from the middle of this reply (it holds at most %d characters of output); "+
 			"get_execution_output with execution_id %s and since_seq=0 pages through all of it", outCut, errCut, s.cfg.ReplyChars, sn.ID)
+		if events, ok := r["cut"].(string); ok {
+			cut += "; " + events
+		}
+		r["cut"] = cut
 	}
 	r["execution_time_ms"] = float64(res.Duration())
 	if sn.End != nil && sn.End.MaxRSSBytes > 0 {
