@@ -17,7 +17,7 @@ APT_RUN  := bubblewrap python3 python3-pandas python3-numpy python3-matplotlib p
             python3-reportlab python3-openpyxl python3-scipy python3-pip $(APT_LANGS)
 APT_TEST := $(APT_RUN) python3-pip python3-requests util-linux procps git curl ca-certificates chromium haproxy
 
-.PHONY: server-image run test build deps deps-test clients check unit integration bench clean docker-up docker-down image assets
+.PHONY: server-image run test build deps deps-test clients peers check unit integration bench clean docker-up docker-down image assets
 
 # The release binary is light (CLI, runner, in-sandbox stage) and embeds
 # the full build for srt-mcp serve (cmd/srt-mcp/serve_embedded.go) and the
@@ -54,12 +54,16 @@ deps-test: clients
 		if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
 	else echo "not root or no apt-get: install $(APT_TEST) yourself"; fi
 
-# The unmodified third-party MCP clients the integration suite drives, and
-# the peers bench --costs weighs srt-mcp against (bench/peers).
+# The unmodified third-party MCP clients the integration suite drives.
 clients:
 	@command -v npm >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm)
 	cd integration/mcpclient && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 	cd integration/mcpclient/langchain && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+
+# The peers bench --costs weighs srt-mcp against, and its tokenizer: only
+# the bench needs them (Pyodide is large), so make test does not fetch them.
+peers:
+	@command -v npm >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm)
 	cd bench/peers && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 
 # Set up and run: check the host, then serve MCP (and the playground, the
@@ -168,7 +172,7 @@ integration:
 
 # Every row of the speed goals against its anchor, in one run, then one
 # table (as root; as nobody: setpriv --reuid=65534 ... bin/srt-mcp bench).
-bench: build clients
+bench: build clients peers
 	SRT_MCP_CLIENTS=$(CURDIR)/integration/mcpclient ./$(BIN) bench --all
 
 clean:

@@ -247,7 +247,7 @@ func (s *suite) peers(dir string) []peer {
 		call:    costCall{"print(\"hello\")", "run_python_code", map[string]any{"python_code": `print("hello")`}}}
 	cli := filepath.Join(dir, "node_modules", "@pydantic", "mcp-run-python", "cli.js")
 	if _, err := os.Stat(cli); err != nil {
-		runPython.absent = "not installed: run make clients (npm ci in bench/peers), or give --peers-dir"
+		runPython.absent = "not installed: run make peers (npm ci in bench/peers), or give --peers-dir"
 	} else {
 		runPython.argv = []string{"node", cli, "stdio"}
 	}
