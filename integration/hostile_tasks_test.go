@@ -23,9 +23,9 @@ func TestHostileTasks(t *testing.T) {
 	parallel(t)
 	// Two keys share --max-concurrent 4: each may run 2 at once.
 	s := startTenants(t, "--max-concurrent", "4")
-	alice := taskSession(t, s.url, aliceToken, true)
-	aliceAgain := taskSession(t, s.url, aliceToken, true)
-	bob := taskSession(t, s.url, bobToken, true)
+	alice := sessionClient(t, s.url, aliceToken, true)
+	aliceAgain := sessionClient(t, s.url, aliceToken, true)
+	bob := sessionClient(t, s.url, bobToken, true)
 
 	marker := fmt.Sprintf("srtmcp-hostile-task-%d", time.Now().UnixNano())
 	task := startTask(t, alice, "execute_code", map[string]any{"command": "sh -c 'sleep 300; :' " + marker, "timeout_seconds": 280})

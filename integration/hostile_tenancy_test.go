@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -60,23 +59,7 @@ func startTenants(t *testing.T, extra ...string) *tenants {
 
 // keyClient is an MCP client (mcp-go, a 2025-11-25 session) with a key.
 func keyClient(t *testing.T, endpoint, token string) *client.Client {
-	t.Helper()
-	c, err := client.NewStreamableHttpClient(endpoint, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = "2025-11-25"
-	init.Params.ClientInfo = mcp.Implementation{Name: "srt-mcp-tenancy-test", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return sessionClient(t, endpoint, token, false)
 }
 
 // toolText calls a tool and returns its structured content, whether it is

@@ -30,9 +30,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// taskSession is an mcp-go client on a 2025-11-25 session of url, with
+// sessionClient is an mcp-go client on a 2025-11-25 session of url, with
 // token (if any), declaring the tasks capability when declare is set.
-func taskSession(t *testing.T, url, token string, declare bool) *client.Client {
+func sessionClient(t *testing.T, url, token string, declare bool) *client.Client {
 	t.Helper()
 	var opts []transport.StreamableHTTPCOption
 	if token != "" {
@@ -48,7 +48,7 @@ func taskSession(t *testing.T, url, token string, declare bool) *client.Client {
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = "2025-11-25"
-	init.Params.ClientInfo = mcp.Implementation{Name: "srt-mcp-tasks-test", Version: "1"}
+	init.Params.ClientInfo = mcp.Implementation{Name: "srt-mcp-test", Version: "1"}
 	if declare {
 		init.Params.Capabilities.Tasks = &mcp.TasksCapability{List: &struct{}{}, Cancel: &struct{}{}}
 	}
@@ -167,7 +167,7 @@ func TestMCPTasks(t *testing.T) {
 	parallel(t)
 	requirePythonData(t)
 	s := startServe(t)
-	c := taskSession(t, s.url, "", true)
+	c := sessionClient(t, s.url, "", true)
 
 	t.Run("offered", func(t *testing.T) {
 		caps := c.GetServerCapabilities().Tasks
@@ -306,7 +306,7 @@ func TestMCPTasks(t *testing.T) {
 func TestMCPTasksNotDeclared(t *testing.T) {
 	parallel(t)
 	s := startServe(t)
-	c := taskSession(t, s.url, "", false)
+	c := sessionClient(t, s.url, "", false)
 	if caps := c.GetServerCapabilities().Tasks; caps != nil {
 		t.Fatalf("tasks offered to a client that did not declare them: %+v", caps)
 	}
