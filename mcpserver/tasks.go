@@ -472,10 +472,12 @@ func (ts *tasks) run(t *task, inner []byte) {
 		IsError bool `json:"isError"`
 	}
 	_ = json.Unmarshal(reply.Result, &res)
+	// Done under the task's lock, with the reply: a tasks/cancel either
+	// comes before (and the run ends cancelled) or sees the task finished.
 	t.mu.Lock()
 	t.reply, t.isError, t.updated = reply, res.IsError, time.Now()
-	t.mu.Unlock()
 	close(t.done)
+	t.mu.Unlock()
 	ts.mu.Lock()
 	if slices.Contains(ts.bySession[t.session], t) {
 		ts.holdLocked(t)
