@@ -14,8 +14,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -114,7 +114,8 @@ var catalogue = []toolSpec{
 		input:  object(nil, append(slices.Clone(execProps), `"wait_for_completion":{"type":"boolean","default":true}`)...),
 		output: resultOutput},
 	{name: "execute_code_async", group: groupExec, title: "Start code", destructive: true,
-		desc: "execute_code, but returns {execution_id, status:\"running\"} at once; then get_execution_output, send_stdin, cancel_execution."},
+		desc:  "execute_code, but returns {execution_id, status:\"running\"} at once; then get_execution_output, send_stdin, cancel_execution.",
+		input: object(nil, undescribed(execProps)...)},
 	{name: "get_execution_output", group: groupExec, title: "Execution output", readOnly: true, idempotent: true, resultChars: true,
 		desc: "An execution's status and output events after since_seq (the last reply's next_seq). " +
 			"wait=true blocks until it ends (wait_for=\"output\": until new output).",
@@ -239,14 +240,7 @@ func ParseTools(names []string) (map[string]bool, error) {
 	return on, nil
 }
 
-func sortedProfiles() []string {
-	var p []string
-	for k := range profiles {
-		p = append(p, k)
-	}
-	sort.Strings(p)
-	return p
-}
+func sortedProfiles() []string { return slices.Sorted(maps.Keys(profiles)) }
 
 func toolNames() []string {
 	var n []string
@@ -256,18 +250,22 @@ func toolNames() []string {
 	return n
 }
 
-// undescribed is a property definition without its descriptions (the
+// undescribed are property definitions without their descriptions (the
 // async variant's properties are execute_code's, described there).
-func undescribed(prop string) string {
-	var v map[string]map[string]any
-	if json.Unmarshal([]byte("{"+prop+"}"), &v) != nil {
-		return prop
+func undescribed(props []string) []string {
+	out := make([]string, len(props))
+	for i, prop := range props {
+		var v map[string]map[string]any
+		if json.Unmarshal([]byte("{"+prop+"}"), &v) != nil {
+			panic("mcpserver: a property definition is not JSON: " + prop)
+		}
+		for _, def := range v {
+			delete(def, "description")
+		}
+		b, _ := json.Marshal(v)
+		out[i] = string(b[1 : len(b)-1])
 	}
-	for _, def := range v {
-		delete(def, "description")
-	}
-	b, _ := json.Marshal(v)
-	return string(b[1 : len(b)-1])
+	return out
 }
 
 // tool builds a tool as it is listed, its description completed with
@@ -281,15 +279,7 @@ func (s *Server) tool(name, extra string) mcp.Tool {
 	if strings.Contains(desc, "%d") {
 		desc = fmt.Sprintf(desc, s.cfg.ReplyChars)
 	}
-	input := sp.input
-	if name == "execute_code_async" {
-		props := make([]string, len(execProps))
-		for i, p := range execProps {
-			props[i] = undescribed(p)
-		}
-		input = object(nil, props...)
-	}
-	t := mcp.NewToolWithRawSchema(name, desc+extra, json.RawMessage(markRoutable(input)))
+	t := mcp.NewToolWithRawSchema(name, desc+extra, json.RawMessage(markRoutable(sp.input)))
 	t.Title = sp.title
 	// Only what differs from the spec's defaults (not read-only,
 	// destructive, not idempotent) is said.

@@ -44,9 +44,7 @@ func dataError(code, msg string, extra map[string]any) *mcp.CallToolResult {
 	for k, x := range extra {
 		v[k] = x
 	}
-	r := reply(v, false)
-	r.IsError = true
-	return r
+	return reply(v, true)
 }
 
 // fromErr is seed 000's error reply for any error of the service.

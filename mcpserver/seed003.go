@@ -48,9 +48,7 @@ func (s *Server) handleRunCode(ctx context.Context, req mcp.CallToolRequest) (*m
 		Code           string `json:"code"`
 	}
 	fail := func(msg string) (*mcp.CallToolResult, error) {
-		r := reply(map[string]any{"success": false, "output": msg, "files": []any{}}, false)
-		r.IsError = true
-		return r, nil
+		return reply(map[string]any{"success": false, "output": msg, "files": []any{}}, true), nil
 	}
 	failErr := func(err error) (*mcp.CallToolResult, error) {
 		code, msg := service.CodeOf(err)
@@ -105,7 +103,5 @@ func (s *Server) handleRunCode(ctx context.Context, req mcp.CallToolRequest) (*m
 	if cut > 0 {
 		v["cut"] = fmt.Sprintf("%d bytes of output are cut from the middle of this reply (it holds at most %d characters); write long output to a file of the conversation and read it from its download URL", cut, s.cfg.ReplyChars)
 	}
-	out := reply(v, false)
-	out.IsError = res.QuotaExceeded != "" || (res.End != nil && res.End.Type == service.EventError)
-	return out, nil
+	return reply(v, res.QuotaExceeded != "" || (res.End != nil && res.End.Type == service.EventError)), nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -204,9 +206,7 @@ func (s *Server) argumentError(tool, msg string) *mcp.CallToolResult {
 	case executionTools[tool]:
 		return toolError("invalid_arguments", msg)
 	case groupOf(tool) == groupRunCode: // seed 003's shape
-		r := reply(map[string]any{"success": false, "output": "invalid_arguments: " + msg, "files": []any{}, "error": "invalid_arguments"}, false)
-		r.IsError = true
-		return r
+		return reply(map[string]any{"success": false, "output": "invalid_arguments: " + msg, "files": []any{}, "error": "invalid_arguments"}, true)
 	}
 	return dataError("invalid_arguments", msg, nil)
 }
@@ -237,17 +237,8 @@ func (t keyTree) check(path string, v any) string {
 			}
 		}
 	case map[string]any:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		names := make([]string, 0, len(x))
-		for k := range x {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
+		keys := slices.Sorted(maps.Keys(t))
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			sub, ok := t[k]
 			if !ok {
 				msg := fmt.Sprintf("unknown key %q in %s; it takes %s", k, path, strings.Join(keys, ", "))
