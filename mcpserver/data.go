@@ -197,17 +197,13 @@ func runResult(sessionID, runID string, res service.Result, shown []service.File
 	if c := res.ExitCode(); c != nil {
 		code = *c
 	}
-	stdout, stderr := res.Stdout, res.StderrWithEnd("python")
-	outMax, errMax := shareReply(textCost([]byte(stdout)), textCost([]byte(stderr)), replyChars)
-	stdout, outCut := clip(stdout, outMax)
-	stderr, errCut := clip(stderr, errMax)
+	out := clipStreams(res.Stdout, res.StderrWithEnd("python"), replyChars)
 	v := map[string]any{"session_id": sessionID, "run_id": runID, "exit_code": code,
-		"stdout": stdout, "stderr": stderr,
-		"stdout_truncated": trunc["stdout"] || outCut > 0, "stderr_truncated": trunc["stderr"] || errCut > 0,
+		"stdout": out.stdout, "stderr": out.stderr,
+		"stdout_truncated": trunc["stdout"] || out.stdoutCut, "stderr_truncated": trunc["stderr"] || out.stderrCut,
 		"artifacts": artifactList(shown), "duration_ms": res.Duration()}
-	if outCut+errCut > 0 {
-		v["cut"] = fmt.Sprintf("%d bytes of stdout and %d of stderr are cut from the middle of this reply (it holds at most %d characters of output); "+
-			"write long output to a file in /mnt/data and read it with read_artifact", outCut, errCut, replyChars)
+	if out.note != "" {
+		v["cut"] = out.note + "write long output to a file in /mnt/data and read it with read_artifact"
 	}
 	if more := res.MoreFiles + len(res.Artifacts) - len(shown); res.OK() && more > 0 {
 		v["more_artifacts"] = more // past what one reply lists; list_artifacts has them

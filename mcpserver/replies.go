@@ -13,7 +13,6 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
@@ -114,15 +113,6 @@ func leadWithin(e service.Event, budget int) []byte {
 	return keep
 }
 
-// dataCost is how many characters an event's data takes in a reply's
-// JSON text: text as JSON escapes it, anything else as base64.
-func dataCost(b []byte) int {
-	if !utf8.Valid(b) {
-		return base64.StdEncoding.EncodedLen(len(b))
-	}
-	return textCost(b)
-}
-
 // textCost is the length of valid UTF-8 text once JSON-escaped.
 func textCost(b []byte) int {
 	n := 0
@@ -202,6 +192,31 @@ func shareReply(a, b, n int) (int, int) {
 		return a, n - a
 	}
 	return n / 2, n - n/2
+}
+
+// clippedStreams are a reply's stdout and stderr within its bound.
+type clippedStreams struct {
+	stdout, stderr       string
+	stdoutCut, stderrCut bool
+	// note, when not "", says how much went; it ends with "; " for the
+	// caller to say where the rest is.
+	note string
+}
+
+// clipStreams bounds stdout and stderr together to n characters, shared
+// by shareReply, each clipped head and tail.
+func clipStreams(stdout, stderr string, n int) clippedStreams {
+	outMax, errMax := shareReply(textCost([]byte(stdout)), textCost([]byte(stderr)), n)
+	var c clippedStreams
+	var outCut, errCut int
+	c.stdout, outCut = clip(stdout, outMax)
+	c.stderr, errCut = clip(stderr, errMax)
+	c.stdoutCut, c.stderrCut = outCut > 0, errCut > 0
+	if outCut+errCut > 0 {
+		c.note = fmt.Sprintf("%d bytes of stdout and %d of stderr are cut from the middle of this reply (it holds at most %d characters of output); ",
+			outCut, errCut, n)
+	}
+	return c
 }
 
 // shownFiles is the part of a run's files a reply lists: as many as fit a

@@ -116,8 +116,8 @@ func TestReplyBoundCountsJSON(t *testing.T) {
 	if !strings.Contains(string(b), `"data":"`+strings.Repeat(`\u0001`, 20)+`"`) {
 		t.Errorf("event JSON: %s", b)
 	}
-	if c := dataCost([]byte{0xff, 0xfe, 0xfd}); c != 4 {
-		t.Errorf("binary data costs its base64: %d", c)
+	if j := compactJSON(service.Event{Seq: 1, Type: service.EventStdout, Data: []byte{0xff, 0xfe, 0xfd}}); !strings.Contains(j, `"data_b64":"//79"`) {
+		t.Errorf("binary data is counted as its base64, four characters for three bytes: %s", j)
 	}
 	html := []service.Event{{Seq: 1, Type: service.EventStdout, Data: []byte("<class 'int'>")}}
 	if text := compactJSON(map[string]any{"output": html}); !strings.Contains(text, "<class 'int'>") {

@@ -106,14 +106,10 @@ func (s *Server) codeResult(res service.Result, sessionID, language string) map[
 	sn.Events = events
 	r := s.result(sn)
 	r["session_id"] = sessionID
-	stdout, stderr := res.Stdout, res.StderrWithEnd(language)
-	outMax, errMax := shareReply(textCost([]byte(stdout)), textCost([]byte(stderr)), s.cfg.ReplyChars)
-	var outCut, errCut int
-	r["stdout"], outCut = clip(stdout, outMax)
-	r["stderr"], errCut = clip(stderr, errMax)
-	if outCut+errCut > 0 {
-		cut := fmt.Sprintf("%d bytes of stdout and %d of stderr are cut from the middle of this reply (it holds at most %d characters of output); "+
-			"get_execution_output with execution_id %s and since_seq=0 pages through all of it", outCut, errCut, s.cfg.ReplyChars, sn.ID)
+	out := clipStreams(res.Stdout, res.StderrWithEnd(language), s.cfg.ReplyChars)
+	r["stdout"], r["stderr"] = out.stdout, out.stderr
+	if cut := out.note; cut != "" {
+		cut += "get_execution_output with execution_id " + sn.ID + " and since_seq=0 pages through all of it"
 		if events, ok := r["cut"].(string); ok {
 			cut += "; " + events
 		}
