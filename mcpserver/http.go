@@ -248,11 +248,8 @@ func refuse(w http.ResponseWriter, body []byte, status int, message string) {
 	if len(req.ID) == 0 {
 		req.ID = json.RawMessage("null")
 	}
-	msg, _ := json.Marshal(message)
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", "1")
-	w.WriteHeader(status)
-	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%s}}`, req.ID, msg)
+	writeRPCStatus(w, status, req.ID, rpcReply{Error: rpcErrorObject(rpcServerError, message)})
 }
 
 // heartbeat is how often an events stream says it is alive.
@@ -380,4 +377,58 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	std := server.NewStdioServer(s.mcp)
 	server.WithWorkerPoolSize(64)(std)
 	return std.Listen(ctx, in, out)
+}
+
+// JSON-RPC error codes the door answers with itself (refusals, tasks).
+const (
+	rpcServerError    = -32000 // the server will not serve it now (drain, bounds)
+	rpcMethodNotFound = -32601
+	rpcInvalidParams  = -32602
+	rpcInternalError  = -32603
+)
+
+// rpcReply is a JSON-RPC response's outcome: its result or its error.
+type rpcReply struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  json.RawMessage `json:"error,omitempty"`
+}
+
+func rpcErrorObject(code int, message string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"code": code, "message": message})
+	return b
+}
+
+func writeRPCError(w http.ResponseWriter, id json.RawMessage, code int, message string) {
+	writeRPCReply(w, id, rpcReply{Error: rpcErrorObject(code, message)})
+}
+
+func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
+	b, err := json.Marshal(result)
+	if err != nil {
+		writeRPCError(w, id, rpcInternalError, err.Error())
+		return
+	}
+	writeRPCReply(w, id, rpcReply{Result: b})
+}
+
+// writeRPCReply answers the request id with reply, as JSON.
+func writeRPCReply(w http.ResponseWriter, id json.RawMessage, reply rpcReply) {
+	writeRPCStatus(w, http.StatusOK, id, reply)
+}
+
+// writeRPCStatus answers the request id with reply and the HTTP status.
+func writeRPCStatus(w http.ResponseWriter, status int, id json.RawMessage, reply rpcReply) {
+	msg := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		rpcReply
+	}{"2.0", id, reply}
+	b, err := json.Marshal(msg)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
 }

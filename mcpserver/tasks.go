@@ -102,13 +102,6 @@ const (
 	taskPageSize = 50
 )
 
-// JSON-RPC error codes the task messages answer with.
-const (
-	rpcMethodNotFound = -32601
-	rpcInvalidParams  = -32602
-	rpcInternalError  = -32603
-)
-
 // tasks is the MCP door's task store.
 type tasks struct {
 	s *Server
@@ -157,16 +150,9 @@ type task struct {
 	heldBytes int
 }
 
-// rpcReply is a JSON-RPC response's outcome: its result or its error.
-type rpcReply struct {
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  json.RawMessage `json:"error,omitempty"`
-}
-
 // id is the task's id: its execution's.
 func (t *task) id() string { return t.exec.ID() }
 
-// finished reports whether the handler has returned.
 // finishedAt is when the task's handler returned (its last update).
 func (t *task) finishedAt() time.Time {
 	t.mu.Lock()
@@ -174,6 +160,7 @@ func (t *task) finishedAt() time.Time {
 	return t.updated
 }
 
+// finished reports whether the handler has returned.
 func (t *task) finished() bool {
 	select {
 	case <-t.done:
@@ -765,40 +752,6 @@ func (ts *tasks) list(w http.ResponseWriter, owner service.Caller, msg taskMessa
 	}
 	res["tasks"] = list
 	writeRPCResult(w, msg.ID, res)
-}
-
-func rpcErrorObject(code int, message string) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"code": code, "message": message})
-	return b
-}
-
-func writeRPCError(w http.ResponseWriter, id json.RawMessage, code int, message string) {
-	writeRPCReply(w, id, rpcReply{Error: rpcErrorObject(code, message)})
-}
-
-func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
-	b, err := json.Marshal(result)
-	if err != nil {
-		writeRPCError(w, id, rpcInternalError, err.Error())
-		return
-	}
-	writeRPCReply(w, id, rpcReply{Result: b})
-}
-
-// writeRPCReply answers the request id with reply, as JSON.
-func writeRPCReply(w http.ResponseWriter, id json.RawMessage, reply rpcReply) {
-	msg := struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		rpcReply
-	}{"2.0", id, reply}
-	b, err := json.Marshal(msg)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(b)
 }
 
 // streamable reports whether id is a live Streamable HTTP session (not an
