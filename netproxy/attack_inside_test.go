@@ -678,12 +678,10 @@ func (h *tlsHarness) connectPort(target, port string) net.Conn {
 }
 
 func (h *tlsHarness) tryConnectPort(target, port string) (net.Conn, error) {
-	c, err := net.Dial("tcp", h.addr)
+	c, err := h.sendConnect(net.JoinHostPort(target, port))
 	if err != nil {
 		return nil, err
 	}
-	auth := base64.StdEncoding.EncodeToString([]byte("srt:" + h.token))
-	fmt.Fprintf(c, "CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\nProxy-Authorization: Basic %s\r\n\r\n", target, port, target, port, auth)
 	c.SetReadDeadline(time.Now().Add(3 * time.Second))
 	// Byte by byte: nothing past the CONNECT's response may be consumed.
 	var head []byte

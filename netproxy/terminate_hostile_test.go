@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/tls"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -23,16 +22,9 @@ import (
 func TestTerminateDeniedNamesGetNoCertificate(t *testing.T) {
 	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}, DeniedDomains: []string{"denied.example.com"}})
 	// A CONNECT to a denied name is refused before any TLS.
-	c, err := net.Dial("tcp", h.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth := base64.StdEncoding.EncodeToString([]byte("srt:" + h.token))
-	fmt.Fprintf(c, "CONNECT denied.example.com:443 HTTP/1.1\r\nHost: denied.example.com:443\r\nProxy-Authorization: Basic %s\r\n\r\n", auth)
-	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
-	c.Close()
-	if err != nil || resp.StatusCode != 403 {
-		t.Fatalf("CONNECT to a denied name: %v %v", resp, err)
+	resp := h.connectAnswer("denied.example.com:443")
+	if resp.StatusCode != 403 {
+		t.Fatalf("CONNECT to a denied name: %v", resp)
 	}
 	// An allowed CONNECT whose ClientHello asks for a denied name.
 	raw := h.connect("api.example.com")
@@ -153,16 +145,9 @@ func TestTerminateMaxTunnels(t *testing.T) {
 	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}, TLSTerminate: &policy.TLSTerminate{MaxTunnels: 2}})
 	a := h.tunnel("api.example.com", "api.example.com")
 	b := h.tunnel("api.example.com", "api.example.com")
-	c, err := net.Dial("tcp", h.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth := base64.StdEncoding.EncodeToString([]byte("srt:" + h.token))
-	fmt.Fprintf(c, "CONNECT api.example.com:%s HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic %s\r\n\r\n", h.upPort, auth)
-	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
-	c.Close()
-	if err != nil || resp.StatusCode != 503 || resp.Header.Get(BlockedHeader) != "too-many-tunnels" {
-		t.Fatalf("past maxTunnels: %v %v", resp, err)
+	resp := h.connectAnswer("api.example.com:" + h.upPort)
+	if resp.StatusCode != 503 || resp.Header.Get(BlockedHeader) != "too-many-tunnels" {
+		t.Fatalf("past maxTunnels: %v", resp)
 	}
 	a.Close()
 	// The slot frees when the tunnel closes (the server sees the close).
@@ -181,16 +166,9 @@ func TestOpaqueTunnelRefusedWhenTheProxyMustSee(t *testing.T) {
 	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"},
 		TLSTerminate: &policy.TLSTerminate{ExcludeDomains: []string{"api.example.com"}},
 		RequestRules: []policy.RequestRule{{Host: "api.example.com", Methods: []string{"GET"}}}})
-	c, err := net.Dial("tcp", h.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	auth := base64.StdEncoding.EncodeToString([]byte("srt:" + h.token))
-	fmt.Fprintf(c, "CONNECT api.example.com:%s HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic %s\r\n\r\n", h.upPort, auth)
-	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
-	if err != nil || resp.StatusCode != 403 || !strings.Contains(resp.Header.Get(BlockedHeader), "opaque") {
-		t.Fatalf("%v %v", resp, err)
+	resp := h.connectAnswer("api.example.com:" + h.upPort)
+	if resp.StatusCode != 403 || !strings.Contains(resp.Header.Get(BlockedHeader), "opaque") {
+		t.Fatalf("%v", resp)
 	}
 	// A terminated tunnel that does not carry TLS to a ruled host is
 	// closed, not passed through.
@@ -212,13 +190,11 @@ func TestDenyReasonInStatusLine(t *testing.T) {
 	reason := "SSH pushes to GitHub are blocked; use an https:// remote — über"
 	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}, DeniedDomains: []string{"denied.example.com"},
 		DeniedDomainReasons: map[string]string{"denied.example.com": reason}})
-	c, err := net.Dial("tcp", h.addr)
+	c, err := h.sendConnect("denied.example.com:443")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	auth := base64.StdEncoding.EncodeToString([]byte("srt:" + h.token))
-	fmt.Fprintf(c, "CONNECT denied.example.com:443 HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic %s\r\n\r\n", auth)
 	line, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
@@ -370,16 +346,9 @@ func TestDeniedResolvedAddresses(t *testing.T) {
 	// api.example.com resolves to 127.0.0.1, which the harness allows as
 	// a range; the operator's deniedResolvedAddresses take it back.
 	h := newTLSHarness(t, policy.Network{AllowedDomains: []string{"api.example.com"}, DeniedResolvedAddresses: []string{"127.0.0.0/8"}})
-	c, err := net.Dial("tcp", h.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	auth := base64.StdEncoding.EncodeToString([]byte("srt:" + h.token))
-	fmt.Fprintf(c, "CONNECT api.example.com:%s HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic %s\r\n\r\n", h.upPort, auth)
-	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
-	if err != nil || resp.StatusCode != 403 || !strings.Contains(resp.Header.Get("X-Srt-Mcp-Rule"), "denied_resolved_addresses: 127.0.0.0/8") {
-		t.Fatalf("%v %v", resp, err)
+	resp := h.connectAnswer("api.example.com:" + h.upPort)
+	if resp.StatusCode != 403 || !strings.Contains(resp.Header.Get("X-Srt-Mcp-Rule"), "denied_resolved_addresses: 127.0.0.0/8") {
+		t.Fatalf("%v", resp)
 	}
 }
 
@@ -398,16 +367,8 @@ func TestInjectBodyIsOptIn(t *testing.T) {
 		if on != strings.Contains(got, sec.Value) {
 			t.Errorf("injectBody %v: the upstream got %q", on, got)
 		}
-		c, err := net.Dial("tcp", h.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		auth := base64.StdEncoding.EncodeToString([]byte("srt:" + h.token))
-		fmt.Fprintf(c, "CONNECT other.example.com:%s HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic %s\r\n\r\n", h.upPort, auth)
-		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
-		c.Close()
-		if err != nil || (resp.StatusCode == 200) == on {
-			t.Errorf("injectBody %v: an opaque tunnel to another host: %v %v", on, resp, err)
+		if resp := h.connectAnswer("other.example.com:" + h.upPort); (resp.StatusCode == 200) == on {
+			t.Errorf("injectBody %v: an opaque tunnel to another host: %v", on, resp)
 		}
 	}
 }

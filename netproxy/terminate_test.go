@@ -317,14 +317,40 @@ func (h *tlsHarness) tunnel(target, serverName string) *tls.Conn {
 	return tc
 }
 
-func (h *tlsHarness) connect(target string) net.Conn {
-	h.t.Helper()
+// sendConnect dials the proxy and sends a CONNECT to hostport with the
+// sandbox's token; the answer is the caller's to read.
+func (h *tlsHarness) sendConnect(hostport string) (net.Conn, error) {
 	c, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		return nil, err
+	}
+	auth := base64.StdEncoding.EncodeToString([]byte("srt:" + h.token))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic %s\r\n\r\n", hostport, hostport, auth)
+	return c, nil
+}
+
+// connectAnswer is the proxy's answer to a CONNECT to hostport (the
+// connection closed after it).
+func (h *tlsHarness) connectAnswer(hostport string) *http.Response {
+	h.t.Helper()
+	c, err := h.sendConnect(hostport)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	auth := base64.StdEncoding.EncodeToString([]byte("srt:" + h.token))
-	fmt.Fprintf(c, "CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\nProxy-Authorization: Basic %s\r\n\r\n", target, h.upPort, target, h.upPort, auth)
+	defer c.Close()
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
+	if err != nil {
+		h.t.Fatalf("CONNECT %s: %v", hostport, err)
+	}
+	return resp
+}
+
+func (h *tlsHarness) connect(target string) net.Conn {
+	h.t.Helper()
+	c, err := h.sendConnect(net.JoinHostPort(target, h.upPort))
+	if err != nil {
+		h.t.Fatal(err)
+	}
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"})
 	if err != nil || resp.StatusCode != 200 {
