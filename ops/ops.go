@@ -34,6 +34,7 @@ type Ops struct {
 	ok          bool
 	body        map[string]any
 	runnersIdle func() int
+	prestart    func() PrestartStats
 }
 
 // New makes the metrics; Bind connects them to the service once it exists
@@ -80,6 +81,50 @@ func (o *Ops) BindRunners(idle func() int) {
 	o.mu.Unlock()
 	o.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "srtmcp_runners_idle", Help: "Runner processes waiting for an execution (--runner-pool)."},
 		func() float64 { return float64(idle()) }))
+}
+
+// PrestartStats is how the runner pool's executions got their sandboxes
+// (the runner pool's own count, field for field).
+type PrestartStats struct {
+	Claimed, Cold, Unfit, Changed, Failed uint64
+	BuildSeconds                          float64
+	Builds                                uint64
+	Ready                                 int
+	LastDiscard                           string
+}
+
+// BindPrestart adds the pre-started sandboxes' metrics (also in /healthz
+// under sandbox_pool): runs that claimed one and runs that started their
+// own, by why, the sandboxes waiting, and the time they took to start.
+func (o *Ops) BindPrestart(stats func() PrestartStats) {
+	o.mu.Lock()
+	o.prestart = stats
+	o.mu.Unlock()
+	starts := func(f func(PrestartStats) uint64) func() float64 {
+		return func() float64 { return float64(f(stats())) }
+	}
+	help := "Sandbox starts of the runner pool's executions: claimed (a sandbox started ahead of the call), cold (none was waiting), and unfit, changed or failed (the waiting one was of another shape, changed while it waited, or could not start; discarded)."
+	for _, k := range []struct {
+		kind string
+		f    func(PrestartStats) uint64
+	}{
+		{"claimed", func(s PrestartStats) uint64 { return s.Claimed }},
+		{"cold", func(s PrestartStats) uint64 { return s.Cold }},
+		{"unfit", func(s PrestartStats) uint64 { return s.Unfit }},
+		{"changed", func(s PrestartStats) uint64 { return s.Changed }},
+		{"failed", func(s PrestartStats) uint64 { return s.Failed }},
+	} {
+		o.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "srtmcp_sandbox_starts_total", Help: help,
+			ConstLabels: prometheus.Labels{"kind": k.kind}}, starts(k.f)))
+	}
+	o.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "srtmcp_sandboxes_prestarted", Help: "Sandboxes started ahead of their calls, waiting (--sandbox-pool)."},
+			func() float64 { return float64(stats().Ready) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "srtmcp_sandbox_prestart_seconds_total", Help: "Time the pre-started sandboxes used or discarded took to start (refill time; divide by srtmcp_sandbox_prestarts_total)."},
+			func() float64 { return stats().BuildSeconds }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "srtmcp_sandbox_prestarts_total", Help: "Pre-started sandboxes used or discarded."},
+			starts(func(s PrestartStats) uint64 { return s.Builds })),
+	)
 }
 
 // Observe records an execution when it ends.
@@ -168,6 +213,20 @@ func (o *Ops) Healthz() http.Handler {
 		o.mu.Unlock()
 		if idle != nil {
 			body["runners_idle"] = idle()
+		}
+		o.mu.Lock()
+		prestart := o.prestart
+		o.mu.Unlock()
+		if prestart != nil {
+			st := prestart()
+			pool := map[string]any{"ready": st.Ready, "claimed": st.Claimed, "cold": st.Cold, "unfit": st.Unfit, "changed": st.Changed, "failed": st.Failed}
+			if st.LastDiscard != "" {
+				pool["last_discard"] = st.LastDiscard
+			}
+			if st.Builds > 0 {
+				pool["refill_ms_avg"] = float64(int(st.BuildSeconds/float64(st.Builds)*1e5)) / 100
+			}
+			body["sandbox_pool"] = pool
 		}
 		writeJSON(w, http.StatusOK, body)
 	})

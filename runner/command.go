@@ -79,6 +79,11 @@ type spawned struct {
 	hand             *os.File // the hand-off socket; nil for a one-execution runner
 	runs             int      // executions handed to it so far
 	idleSince        time.Time
+	// shape is the routing key (prestartKey) of the sandbox the runner
+	// starts after its current execution, "" for none; gen is the pool's
+	// generation it was handed its last execution in.
+	shape string
+	gen   uint64
 }
 
 // runPipes are one execution's three pipes.
@@ -250,12 +255,37 @@ func (r *spawned) alive() bool { return processAlive(r.cmd.Process.Pid) }
 type Pool struct {
 	binary, stage string
 	size          int
+	// prestart: each execution's runner starts a sandbox for the next
+	// execution of the same shape once it is done (prestart.go); Start
+	// hands an execution to a runner holding one of its shape.
+	prestart bool
 
 	mu      sync.Mutex
 	idle    []*spawned
 	filling int
 	soon    int // runners of executions started within returnSoon
 	closed  bool
+	gen     uint64 // Drain calls: a runner from before one keeps no sandbox
+	stats   PrestartStats
+}
+
+// PrestartStats counts how the pool's executions got their sandboxes.
+type PrestartStats struct {
+	// Claimed ran in a sandbox started ahead of them; Cold started their
+	// own (the runner had none), as did Unfit (the runner's was of another
+	// shape), Changed (the runner's changed while it waited) and Failed
+	// (the runner's could not be started). Unfit, Changed and Failed
+	// sandboxes were discarded.
+	Claimed, Cold, Unfit, Changed, Failed uint64
+	// BuildSeconds is the time the pre-started sandboxes that were used
+	// or discarded took to start, in all; Builds how many they were.
+	BuildSeconds float64
+	Builds       uint64
+	// Ready is the idle runners holding (or starting) a sandbox.
+	Ready int
+	// LastDiscard says why the last sandbox that changed while it waited
+	// or could not start was not used.
+	LastDiscard string
 }
 
 const (
@@ -274,8 +304,106 @@ func NewPool(binary, stage string, size int) *Pool {
 	return p
 }
 
-// Start is StartProcessWith with a waiting runner when there is one.
+// Prestart makes each runner start, after an execution, a sandbox for the
+// next execution of the same shape (see prestart.go), and keeps at least
+// sandboxes runners waiting when idle (each holds one once it has served
+// an execution). 0 turns it off.
+func (p *Pool) Prestart(sandboxes int) {
+	p.mu.Lock()
+	p.prestart = sandboxes > 0
+	if sandboxes > p.size {
+		p.size = sandboxes
+	}
+	p.mu.Unlock()
+	p.refill()
+}
+
+// Drain lets go of every pre-started sandbox (the operator's ceiling
+// changed: they were made under the old one): idle runners are ended, and
+// those serving an execution are when it ends.
+func (p *Pool) Drain() {
+	p.mu.Lock()
+	p.gen++
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, r := range idle {
+		go r.discard()
+	}
+	p.refill()
+}
+
+// Stats reports how the pool's executions got their sandboxes.
+func (p *Pool) Stats() PrestartStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.stats
+	for _, r := range p.idle {
+		if r.shape != "" && r.gen == p.gen {
+			st.Ready++
+		}
+	}
+	return st
+}
+
+// count records an execution's sandbox (out nil: its runner had none).
+func (p *Pool) count(out *PrestartOutcome) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if out == nil {
+		p.stats.Cold++
+		return
+	}
+	switch out.Result {
+	case PrestartClaimed:
+		p.stats.Claimed++
+	case PrestartUnfit:
+		p.stats.Unfit++
+	case PrestartChanged:
+		p.stats.Changed++
+		p.stats.LastDiscard = out.Reason
+	default:
+		p.stats.Failed++
+		p.stats.LastDiscard = out.Reason
+	}
+	p.stats.Builds++
+	p.stats.BuildSeconds += out.BuildMS / 1000
+}
+
+// prestartKey is what Start matches an execution with a runner's
+// pre-started sandbox by: the spec without what comes with the go
+// message or is the run's alone (its id, command, environment, stdio,
+// rlimits, timeout, output cap, credentials' values). The runner checks
+// the sandbox itself (sandboxShape); the key only routes. "" when the
+// execution's sandbox is not pre-started (an interactive one, or one with
+// mounts of its own: a data session's).
+func prestartKey(spec Spec) string {
+	if spec.Stdin == StdinPTY || len(spec.Mounts) > 0 {
+		return ""
+	}
+	spec.ID, spec.Argv, spec.Direct, spec.Env, spec.Egress = "", nil, nil, nil, nil
+	spec.Stdin, spec.Rows, spec.Cols, spec.Report, spec.Prestart, spec.Grace = "", 0, 0, false, false, 0
+	l := &spec.Policy.Limits
+	l.Timeout, l.MaxOutputBytes, l.MaxFileSizeBytes, l.MaxOpenFiles = 0, 0, 0, 0
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// Start is StartProcessWith with a waiting runner when there is one: one
+// holding a sandbox of the execution's shape when the pool pre-starts
+// them.
 func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
+	p.mu.Lock()
+	key := ""
+	if p.prestart {
+		key = prestartKey(spec)
+	}
+	gen := p.gen
+	p.mu.Unlock()
+	spec.Prestart = key != ""
 	body, err := specBody(spec)
 	if err != nil {
 		return nil, err
@@ -283,8 +411,28 @@ func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 	var r *spawned
 	p.mu.Lock()
 	for len(p.idle) > 0 && r == nil {
-		r = p.idle[len(p.idle)-1] // the most recently used: its pages are warm
-		p.idle = p.idle[:len(p.idle)-1]
+		// The most recently used runner holding the shape's sandbox, else
+		// the most recently used holding none (its pages are warm), else
+		// the most recent.
+		pick := len(p.idle) - 1
+		if key != "" {
+			pick = -1
+			for i := len(p.idle) - 1; i >= 0 && pick < 0; i-- {
+				if p.idle[i].shape == key && p.idle[i].gen == gen {
+					pick = i
+				}
+			}
+			for i := len(p.idle) - 1; i >= 0 && pick < 0; i-- {
+				if p.idle[i].shape == "" {
+					pick = i
+				}
+			}
+			if pick < 0 {
+				pick = len(p.idle) - 1
+			}
+		}
+		r = p.idle[pick]
+		p.idle = append(p.idle[:pick], p.idle[pick+1:]...)
 		if !r.alive() {
 			go r.discard()
 			r = nil
@@ -308,6 +456,7 @@ func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 			return nil, err
 		}
 	}
+	r.shape, r.gen = key, gen
 	h := r.run(body, sink, p)
 	t := time.AfterFunc(returnSoon, h.notSoon)
 	h.mu.Lock()
@@ -362,7 +511,9 @@ func (p *Pool) Idle() int {
 // its share.
 func (p *Pool) done(r *spawned) {
 	p.mu.Lock()
-	keep := r != nil && !p.closed && p.size > 0 && len(p.idle) < maxIdleRunners && r.runs < maxRunsPerRunner && r.alive()
+	// A runner handed its execution before a Drain may hold a sandbox
+	// made under the old ceiling: it goes.
+	keep := r != nil && !p.closed && p.size > 0 && len(p.idle) < maxIdleRunners && r.runs < maxRunsPerRunner && r.gen == p.gen && r.alive()
 	if keep {
 		r.idleSince = time.Now()
 		p.idle = append(p.idle, r)
@@ -443,6 +594,14 @@ func (p *Process) readEvents(r *os.File) {
 			break
 		}
 		last = e.Seq
+		if e.Type == EventReady {
+			// How the sandbox was had is the pool's to count, not the
+			// caller's to see.
+			if p.pool != nil {
+				p.pool.count(e.Prestart)
+			}
+			e.Prestart = nil
+		}
 		if e.Terminal() {
 			p.mu.Lock()
 			p.term = &e

@@ -78,15 +78,48 @@ func execMain() int {
 			handOut = append(handOut, l)
 		}
 	}
+	var recorded string
+	if cfg.Prestarted {
+		if recorded, err = sandboxState(&cfg); err != nil {
+			return fail(ErrCodeVerification, "%v", err)
+		}
+	}
 	if err := conn.send(initMsg{T: initMsgVerified}, handOut...); err != nil {
 		return 125
 	}
 	for _, f := range handOut {
 		f.Close()
 	}
-	m, tasks, err := conn.recv()
-	if err != nil || m.T != initMsgGo {
-		return 125 // the runner refused the sandbox or went away
+	// A pre-started sandbox is checked at its claim, before the run comes:
+	// whatever reached it while it waited (its mounts, its private files,
+	// a process or socket in its namespaces) makes it another sandbox than
+	// the one verified, and the runner discards it.
+	checked := false
+	var given []*os.File
+	for {
+		m, files, err := conn.recv()
+		if err != nil {
+			return 125 // the runner refused the sandbox or went away
+		}
+		if m.T == initMsgCheck && cfg.Prestarted && !checked {
+			now, err := sandboxState(&cfg)
+			if err != nil || now != recorded {
+				return fail(ErrCodeVerification, "the pre-started sandbox changed while it waited (%s)", stateChange(recorded, now, err))
+			}
+			checked = true
+			if err := conn.send(initMsg{T: initMsgUnchanged}); err != nil {
+				return 125
+			}
+			continue
+		}
+		if m.T != initMsgGo || cfg.Prestarted && !checked {
+			for _, f := range files {
+				f.Close()
+			}
+			return 125
+		}
+		given = files
+		break
 	}
 	_ = unix.Close(fdInit)
 
@@ -96,15 +129,19 @@ func execMain() int {
 		_, _ = statusW.Write(b)
 		return rc
 	}
+	run, stdio, report, tasks, err := takeRun(&cfg, given)
+	if err != nil {
+		return failExec(ErrCodeInternal, 125, "sandbox: %v", err)
+	}
 	// As root on cgroup v1: this thread, which execs the command, joins the
 	// sandbox's cgroups by itself (no global lock: see cgroupPrep).
 	if err := joinCgroups(tasks, cfg.CgroupTasks); err != nil {
 		return failExec(ErrCodeLimitUnenforced, 125, "%v", err)
 	}
 	if tty != nil {
-		cfg.Stdio = [3]int{int(tty.Fd()), int(tty.Fd()), int(tty.Fd())}
+		stdio = [3]int{int(tty.Fd()), int(tty.Fd()), int(tty.Fd())}
 	}
-	for i, fd := range cfg.Stdio {
+	for i, fd := range stdio {
 		if fd != i {
 			if err := unix.Dup3(fd, i, 0); err != nil {
 				return failExec(ErrCodeInternal, 125, "stdio: %v", err)
@@ -117,16 +154,16 @@ func execMain() int {
 			return failExec(ErrCodeSandboxFailed, 125, "make the terminal the controlling tty: %v", err)
 		}
 	}
-	if err := unix.Chdir(cfg.Cwd); err != nil {
-		return failExec(ErrCodeInvalidCwd, 125, "cannot enter working directory %s: %v", cfg.Cwd, err)
+	if err := unix.Chdir(run.Cwd); err != nil {
+		return failExec(ErrCodeInvalidCwd, 125, "cannot enter working directory %s: %v", run.Cwd, err)
 	}
 	// Everything that allocates comes before the limits: under the
 	// address-space limit a Go heap that must grow dies ("fatal error:
 	// runtime: out of memory", seen with a 256M limit).
-	if len(cfg.Argv) == 0 {
+	if len(run.Argv) == 0 {
 		return failExec(ErrCodeInvalidSpec, 125, "empty command")
 	}
-	path, code, err := lookPath(cfg.Argv[0], envValue(cfg.Env, "PATH"))
+	path, code, err := lookPath(run.Argv[0], envValue(run.Env, "PATH"))
 	if err != nil {
 		rc := 127
 		if code == ErrCodeNotExecutable {
@@ -135,8 +172,8 @@ func execMain() int {
 		return failExec(code, rc, "%v", err)
 	}
 	keep := 3 // the first fd the command does not inherit
-	if cfg.Report > 0 {
-		if err := unix.Dup3(cfg.Report, 3, 0); err != nil {
+	if report >= 0 {
+		if err := unix.Dup3(report, 3, 0); err != nil {
 			return failExec(ErrCodeInternal, 125, "report fd: %v", err)
 		}
 		keep = 4
@@ -144,10 +181,10 @@ func execMain() int {
 	// A simple shell command runs without its shell (Spec.Direct): the
 	// program bash would exec, as bash would exec it.
 	directPath, directEnv := "", []string(nil)
-	if len(cfg.Direct) > 0 {
-		if p, _, err := lookPath(cfg.Direct[0], envValue(cfg.Env, "PATH")); err == nil {
+	if len(run.Direct) > 0 {
+		if p, _, err := lookPath(run.Direct[0], envValue(run.Env, "PATH")); err == nil {
 			if wd, err := unix.Getwd(); err == nil {
-				if env, ok := bashEnviron(cfg.Env, wd, p); ok {
+				if env, ok := bashEnviron(run.Env, wd, p); ok {
 					directPath, directEnv = p, env
 				}
 			}
@@ -158,7 +195,7 @@ func execMain() int {
 		// group or others (the filter keeps it so).
 		unix.Umask(unix.Umask(0) | ownerWriteBits)
 	}
-	filter, err := prepareSeccomp(seccompOpts{NoFallocate: cfg.NoFallocate, OwnerWrites: cfg.OwnerWrites})
+	filter, err := prepareSeccomp(seccompOpts{NoFallocate: run.NoFallocate, OwnerWrites: cfg.OwnerWrites})
 	if err != nil {
 		return failExec(ErrCodeSandboxFailed, 125, "seccomp: %v", err)
 	}
@@ -171,7 +208,7 @@ func execMain() int {
 			return failExec(ErrCodeSandboxFailed, 125, "landlock: %v", err)
 		}
 	}
-	if err := applyRlimits(cfg.Limits); err != nil {
+	if err := applyRlimits(run.Limits); err != nil {
 		return failExec(ErrCodeLimitUnenforced, 125, "%v", err)
 	}
 	_ = unix.CloseRange(uint(keep), ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
@@ -181,16 +218,16 @@ func execMain() int {
 	if directPath != "" {
 		// On failure (a script without #!, say) the shell runs the
 		// command and does what bash does with it.
-		_ = unix.Exec(directPath, cfg.Direct, directEnv)
+		_ = unix.Exec(directPath, run.Direct, directEnv)
 	}
-	err = unix.Exec(path, cfg.Argv, cfg.Env)
+	err = unix.Exec(path, run.Argv, run.Env)
 	code, rc := ErrCodeExecFailed, 126
 	if errors.Is(err, unix.ENOENT) {
 		code, rc = ErrCodeNotFound, 127
 	} else if errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOEXEC) {
 		code = ErrCodeNotExecutable
 	}
-	return failExec(code, rc, "cannot execute %s: %v", cfg.Argv[0], err)
+	return failExec(code, rc, "cannot execute %s: %v", run.Argv[0], err)
 }
 
 // joinCgroups writes 0 to each tasks file, moving the calling thread (the
@@ -211,6 +248,52 @@ func joinCgroups(tasks []*os.File, want int) error {
 		}
 	}
 	return nil
+}
+
+// takeRun reads the run that came with the go message: given holds the
+// runConfig pipe, then the command's stdin, stdout and stderr (unless the
+// sandbox has its own terminal), its report pipe (when the run asks for
+// one) and the cgroup files. It returns the stdio and report fds (-1: no
+// report) and the cgroup files; any other number of files is refused.
+func takeRun(cfg *initConfig, given []*os.File) (run runConfig, stdio [3]int, report int, tasks []*os.File, err error) {
+	report = -1
+	fail := func(format string, args ...any) (runConfig, [3]int, int, []*os.File, error) {
+		for _, f := range given {
+			f.Close()
+		}
+		return runConfig{}, stdio, -1, nil, fmt.Errorf(format, args...)
+	}
+	if len(given) == 0 {
+		return fail("the go message carried no run")
+	}
+	err = json.NewDecoder(io.LimitReader(given[0], MaxSpecBytes)).Decode(&run)
+	given[0].Close()
+	given = given[1:]
+	if err != nil {
+		return fail("bad run configuration from the runner: %v", err)
+	}
+	want := cfg.CgroupTasks
+	if !cfg.PTY {
+		want += 3
+	}
+	if run.Report {
+		want++
+	}
+	if len(given) != want {
+		return fail("the go message carried %d files, %d expected", len(given), want)
+	}
+	if !cfg.PTY {
+		for i := range stdio {
+			stdio[i] = int(given[i].Fd())
+		}
+		given = given[3:]
+	}
+	if run.Report {
+		report = int(given[0].Fd())
+		given = given[1:]
+	}
+	// The stdio and report files stay open (dup'd, then closed at exec).
+	return run, stdio, report, given, nil
 }
 
 // initMain is our own PID 1 ("srt-mcp __srt-init", bwrap --as-pid-1), used
@@ -249,18 +332,18 @@ func initMain() int {
 	if err != nil {
 		return fail(ErrCodeInternal, "%v", err)
 	}
+	up.relay, down.relay = true, true
 	sockChild := os.NewFile(uintptr(fds[1]), "exec-stage-child")
 	cfgR, cfgW, err := os.Pipe()
 	if err != nil {
 		return fail(ErrCodeInternal, "pipe: %v", err)
 	}
-	stdio := []*os.File{os.NewFile(fdStdin, "stdin"), os.NewFile(fdStdout, "stdout"), os.NewFile(fdStderr, "stderr")}
-	reportF := os.NewFile(fdReport, "report")
 	// The binary goes to the child at a fixed slot: Go's fork may reuse any
-	// fd number not listed here (fd 9 included) while it arranges these.
+	// fd number not listed here while it arranges these. The child's stdio
+	// is ours (bwrap's diagnostics) until the command's comes with go.
 	attr := &os.ProcAttr{
 		Env:   []string{},
-		Files: []*os.File{stdio[0], stdio[1], stdio[2], sockChild, cfgR, os.NewFile(fdSelf, "srt-mcp"), reportF},
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, sockChild, cfgR, os.NewFile(fdSelf, "srt-mcp")},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	}
 	p, err := os.StartProcess("/proc/self/fd/5", []string{"srt-mcp", ModeExec}, attr)
@@ -270,35 +353,40 @@ func initMain() int {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	sockChild.Close()
 	cfgR.Close()
-	for _, f := range stdio {
-		f.Close()
-	}
-	reportF.Close()
 	if err != nil {
 		return fail(ErrCodeSandboxFailed, "start the exec stage: %v", err)
 	}
 	// Our own threads took the first pids of the namespace.
-	cfg.Stdio, cfg.PID = [3]int{0, 1, 2}, p.Pid
-	if cfg.Report > 0 {
-		cfg.Report = 6 // its slot in Files above
-	}
+	cfg.PID = p.Pid
 	go func() {
 		_ = json.NewEncoder(cfgW).Encode(cfg)
 		cfgW.Close()
 	}()
-	// verified (with the exec-status pipe) or error: up to the runner.
-	if m, files, err := down.recv(); err == nil {
+	// Relay the start-up protocol, which alternates: verified (with the
+	// exec-status pipe) or an error up; check or go down; after a check,
+	// unchanged or an error up, then go down.
+	for {
+		m, files, err := down.recv()
+		if err != nil {
+			break
+		}
 		_ = up.send(m, files...)
 		for _, f := range files {
 			f.Close()
 		}
-		if m.T == initMsgVerified {
-			if g, gf, err := up.recv(); err == nil {
-				_ = down.send(g, gf...)
-				for _, f := range gf {
-					f.Close()
-				}
-			}
+		if m.T == initMsgError {
+			break
+		}
+		g, gf, err := up.recv()
+		if err != nil {
+			break
+		}
+		_ = down.send(g, gf...)
+		for _, f := range gf {
+			f.Close()
+		}
+		if g.T == initMsgGo {
+			break
 		}
 	}
 	down.close()

@@ -5,15 +5,20 @@ package runner
 //
 //	3  SOCK_SEQPACKET socketpair end: one JSON initMsg per datagram, fds in
 //	   SCM_RIGHTS alongside
-//	4  pipe: one initConfig, JSON, then EOF
+//	4  pipe: one initConfig (the sandbox's shape), JSON, then EOF
 //	5  bwrap's own --json-status-fd (PID 1 of the sandbox, its exit code)
-//	6-8 the command's stdin, stdout, stderr (bwrap's own stdio is its
-//	   diagnostics, read by the runner)
-//	9  the srt-mcp binary, read-only: bwrap executes /proc/self/fd/9, so the
+//	6  the srt-mcp binary, read-only: bwrap executes /proc/self/fd/6, so the
 //	   binary is never mounted and its host path never shows inside
-//	10- the sources of the bind mounts, O_PATH descriptors the runner opened
+//	7- the sources of the bind mounts, O_PATH descriptors the runner opened
 //	   after checking the plan (bwrap's --bind-fd; it closes them once
 //	   mounted)
+//
+// bwrap's own stdio is its diagnostics, read by the runner. The command's
+// stdio, its report pipe and the run itself (argv, environment, working
+// directory, rlimits) come only with the go message: a sandbox is built
+// and verified before it knows what it will run, so that one built ahead
+// of a call (a pre-started sandbox, prestart.go) and one built for it are
+// the same sandbox.
 //
 // The sandbox side is the exec stage ("srt-mcp __srt-exec", pid 2 under
 // bwrap's PID 1). Where Landlock is missing it is started by our own PID 1
@@ -23,14 +28,20 @@ package runner
 //	  | fd 4: initConfig, EOF -----------------------> |
 //	  |                                                | verify: own /proc, user
 //	  |                                                | and net namespaces, no
-//	  |                                                | capabilities, read-only /
+//	  |                                                | capabilities, read-only /,
+//	  |                                                | each mounted object
 //	  | <------ verified + SCM_RIGHTS[exec-status r,   | (or error)
 //	  |       PTY master, proxy listeners if asked] -- |
-//	  |  compare /proc/<pid1>/ns/* with our own:       |
-//	  |  every namespace must differ                   |
-//	  | go + SCM_RIGHTS[cgroup v1 tasks files, ------> | as root on cgroup v1:
-//	  |   as root on v1]                               | move own thread into the
-//	  |                                                | sandbox's cgroups;
+//	  |  compare /proc/<pid1>/ns/* with our own:       | a pre-started sandbox
+//	  |  every namespace must differ                   | records its state
+//	  |            ... (a pre-started sandbox waits here for its call)
+//	  | check (a pre-started sandbox only) ----------> | compare the state with
+//	  | <----------------------- unchanged, or error -- | the one recorded
+//	  | go + SCM_RIGHTS[runConfig pipe r, ----------->  |
+//	  |   stdin, stdout, stderr unless a PTY,          | as root on v1: move own
+//	  |   report w if asked, cgroup v1 tasks files     | thread into the
+//	  |   as root on v1]                               | sandbox's cgroups;
+//	  |  runConfig pipe: the run, JSON, EOF            |
 //	  |                                                | Landlock scope, rlimits,
 //	  |                                                | ctty, close fds,
 //	  |                                                | no_new_privs, seccomp,
@@ -46,7 +57,11 @@ package runner
 const (
 	initMsgVerified = "verified"
 	initMsgGo       = "go"
-	initMsgError    = "error"
+	// check asks a pre-started sandbox's stage whether the sandbox is
+	// still in the state it recorded; it answers unchanged, or an error.
+	initMsgCheck     = "check"
+	initMsgUnchanged = "unchanged"
+	initMsgError     = "error"
 )
 
 // initMsg is every message of the start-up protocol.
@@ -56,21 +71,29 @@ type initMsg struct {
 	Message string `json:"message,omitempty"`
 }
 
-// initConfig is what the exec stage needs to start the command.
-type initConfig struct {
+// runConfig is the run a sandbox was started for, or claimed by: sent with
+// the go message (through a pipe that comes with it), never at start.
+type runConfig struct {
 	Argv   []string `json:"argv"`
 	Direct []string `json:"direct,omitempty"` // Spec.Direct
 	Env    []string `json:"env"`
 	Cwd    string   `json:"cwd"`
-	PTY    bool     `json:"pty,omitempty"`
-	Rows   uint16   `json:"rows,omitempty"`
-	Cols   uint16   `json:"cols,omitempty"`
 	Limits rlimits  `json:"limits"`
-	// Stdio are the fds that become the command's 0, 1, 2.
-	Stdio [3]int `json:"stdio"`
-	// Report is the fd that becomes the command's fd 3 (Spec.Report); 0:
-	// the command gets no fd 3.
-	Report int `json:"report,omitempty"`
+	// Report: a pipe to the runner comes with the go message after the
+	// stdio, and becomes the command's fd 3 (Spec.Report).
+	Report bool `json:"report,omitempty"`
+	// NoFallocate: the seccomp filter refuses fallocate (Spec.NoFallocate).
+	NoFallocate bool `json:"no_fallocate,omitempty"`
+}
+
+// initConfig is what the sandbox side needs to know from its start: the
+// sandbox's shape. On Linux the embedded runConfig is empty on the wire
+// (it comes with go); elsewhere it is the whole run.
+type initConfig struct {
+	runConfig
+	PTY  bool   `json:"pty,omitempty"`
+	Rows uint16 `json:"rows,omitempty"`
+	Cols uint16 `json:"cols,omitempty"`
 	// Landlock is the Landlock ABI to scope the command with (0: none; then
 	// our own non-dumpable PID 1 is what keeps /proc/1 out of reach).
 	Landlock int `json:"landlock,omitempty"`
@@ -89,11 +112,19 @@ type initConfig struct {
 	// stage checks, from inside, that each path (reached without following
 	// a link) is that very object before the command runs.
 	Mounted []mountedObject `json:"mounted,omitempty"`
-	// NoFallocate: the seccomp filter refuses fallocate (Spec.NoFallocate).
-	NoFallocate bool `json:"no_fallocate,omitempty"`
 	// OwnerWrites: a writable root is mounted idmapped, the sandbox writing
 	// as its owner (seccompOpts.OwnerWrites; the umask is 022 or stricter).
 	OwnerWrites bool `json:"owner_writes,omitempty"`
+	// Prestarted: the sandbox is started ahead of its call and may wait
+	// for it. Once verified the stage records the sandbox's state (its
+	// mounts, the objects at every mount's destination, the files of its
+	// private directories, its processes, its sockets) and at go checks
+	// that nothing changed it meanwhile (prestart_linux.go).
+	Prestarted bool `json:"prestarted,omitempty"`
+	// Dsts are the destinations of every mount of the plan and Private the
+	// sandbox's own directories (its tmpfs mounts), for that record.
+	Dsts    []string `json:"dsts,omitempty"`
+	Private []string `json:"private,omitempty"`
 }
 
 // mountedObject is one bind mount's destination and the identity of the
@@ -125,13 +156,9 @@ const (
 	fdInit       = 3
 	fdConfig     = 4
 	fdJSONStatus = 5
-	fdStdin      = 6
-	fdStdout     = 7
-	fdStderr     = 8
-	fdSelf       = 9
-	fdReport     = 10 // the report pipe (Spec.Report), else /dev/null
-	fdFirstMount = 11
+	fdSelf       = 6
+	fdFirstMount = 7
 )
 
 // sandboxSelf is how the sandbox side executes the srt-mcp binary.
-const sandboxSelf = "/proc/self/fd/9"
+const sandboxSelf = "/proc/self/fd/6"

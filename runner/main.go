@@ -113,24 +113,41 @@ func runnerMain(opts Options) int {
 	}
 	hand := handoffFD(os.Args[2:])
 	prewarm()
+	// next is the sandbox started for the next run, once the last run
+	// asked for one (Spec.Prestart): it starts while the runner waits.
+	var next chan *prestarted
 	for served := 1; ; served++ {
-		serveOne(specF, evF, ctlF, opts, stageErr)
+		if next != nil {
+			opts.prestarted = <-next
+			next = nil
+		}
+		spec := serveOne(specF, evF, ctlF, opts, stageErr)
+		opts.prestarted = nil
 		if hand < 0 || served >= maxRunsPerRunner {
 			return 0
 		}
 		// Nothing of the last execution may reach the next one's bwrap.
 		CloexecFrom(3)
+		if spec.Prestart {
+			next = make(chan *prestarted, 1)
+			go func(spec Spec) { next <- startPrestarted(spec, opts) }(spec)
+		}
 		var err error
 		if specF, evF, ctlF, err = receiveRun(hand); err != nil {
+			if next != nil {
+				(<-next).discard()
+			}
 			return 0
 		}
 	}
 }
 
 // serveOne runs the execution whose spec arrives on specF, with its events
-// on evF and its control messages on ctlF; it returns once the terminal
-// event was written, and closes all three.
-func serveOne(specF, evF, ctlF *os.File, opts Options, stageErr string) {
+// on evF and its control messages on ctlF; it returns the spec once the
+// terminal event was written, and closes all three. A pre-started sandbox
+// in opts that the run does not claim is discarded.
+func serveOne(specF, evF, ctlF *os.File, opts Options, stageErr string) Spec {
+	defer opts.prestarted.discard()
 	defer ctlF.Close()
 	var wmu sync.Mutex
 	enc := json.NewEncoder(evF)
@@ -165,11 +182,11 @@ func serveOne(specF, evF, ctlF *os.File, opts Options, stageErr string) {
 	}
 	if err != nil {
 		sink(Event{Seq: 1, Type: EventError, TS: nowTS(), ErrCode: ErrCodeInvalidSpec, Message: err.Error()})
-		return
+		return Spec{}
 	}
 	if stageErr != "" {
 		sink(Event{Seq: 1, Type: EventError, TS: nowTS(), ErrCode: ErrCodeInternal, Message: stageErr})
-		return
+		return Spec{}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -202,5 +219,8 @@ func serveOne(specF, evF, ctlF *os.File, opts Options, stageErr string) {
 		cancel()
 		run.Cancel(true)
 	}()
-	run.Wait()
+	if e := run.Wait(); e.Type == EventError {
+		return Spec{} // a run that could not start: no sandbox of its shape
+	}
+	return spec
 }

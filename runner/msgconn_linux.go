@@ -11,10 +11,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// maxMsgFiles bounds the fds one message carries (the go message's: the
+// run's pipe, three stdio, a report pipe, one cgroup file per hierarchy).
+const maxMsgFiles = 16
+
 // msgConn carries initMsgs over a SOCK_SEQPACKET socket: one message per
 // datagram, with fds attached as SCM_RIGHTS.
 type msgConn struct {
 	c *net.UnixConn
+	// relay: the fds received are passed on as they came (srt-init's
+	// relay of the command's stdio), not made non-blocking for deadlines:
+	// O_NONBLOCK is the open file's, and the command would inherit it.
+	relay bool
 }
 
 func newMsgConn(f *os.File) (*msgConn, error) {
@@ -58,14 +66,16 @@ func (m *msgConn) send(msg initMsg, files ...*os.File) error {
 // recv reads one message and the files that came with it.
 func (m *msgConn) recv() (initMsg, []*os.File, error) {
 	buf := make([]byte, 64<<10)
-	oob := make([]byte, unix.CmsgSpace(8*4))
+	oob := make([]byte, unix.CmsgSpace(maxMsgFiles*4))
 	n, oobn, _, _, err := m.c.ReadMsgUnix(buf, oob)
 	if err != nil {
 		return initMsg{}, nil, err
 	}
 	msg, files, err := decodeMsg(buf[:n], oob[:oobn], func(fd int) {
 		unix.CloseOnExec(fd)
-		_ = unix.SetNonblock(fd, true) // so deadlines work
+		if !m.relay {
+			_ = unix.SetNonblock(fd, true) // so deadlines work
+		}
 	})
 	if err != nil && err != errConnClosed {
 		return msg, nil, fmt.Errorf("malformed message from the sandbox: %v", err)
@@ -124,7 +134,7 @@ func (c rawConn) send(msg initMsg, files ...*os.File) error {
 
 func (c rawConn) recv() (initMsg, []*os.File, error) {
 	buf := make([]byte, 64<<10)
-	oob := make([]byte, unix.CmsgSpace(8*4))
+	oob := make([]byte, unix.CmsgSpace(maxMsgFiles*4))
 	n, oobn, _, _, err := unix.Recvmsg(int(c), buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
 		return initMsg{}, nil, err

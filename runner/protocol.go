@@ -146,6 +146,16 @@ type Spec struct {
 	// values for the run's proxy (see EgressMaterial): never the
 	// sandbox's to see.
 	Egress *EgressMaterial `json:"egress,omitempty"`
+	// Prestart asks a pooled runner to start, once this run ended, a
+	// sandbox for a next run of the same shape (same policy, mounts, user
+	// and limits), which it keeps waiting for that run (prestart.go). The
+	// runner Pool sets it.
+	Prestart bool `json:"prestart,omitempty"`
+	// Tenant is who the run is for (the server's principal; "" when the
+	// server tells no callers apart). A sandbox started after one tenant's
+	// run serves only that tenant's next run: its start time (which the
+	// code inside can read) says when the run before it ended.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // Ceiling lists the host paths a call may read or write at most.
@@ -240,6 +250,35 @@ type Event struct {
 
 	// file
 	File *FileChange `json:"file,omitempty"`
+
+	// ready, from a pooled runner to its Pool only (which counts it and
+	// takes it off the event): how a sandbox started ahead of the call
+	// served the run.
+	Prestart *PrestartOutcome `json:"prestart,omitempty"`
+}
+
+// PrestartOutcome results.
+const (
+	PrestartClaimed = "claimed"
+	PrestartUnfit   = "unfit"
+	PrestartChanged = "changed"
+	PrestartFailed  = "failed"
+)
+
+// PrestartOutcome is what became of the run's chance at a pre-started
+// sandbox (prestart.go).
+type PrestartOutcome struct {
+	// Result: "claimed" (the run went into it), "unfit" (the runner's
+	// sandbox was of another shape: discarded, the run started its own),
+	// "changed" (it changed while it waited: discarded, the run started
+	// its own), "failed" (it could not be started: the run started its
+	// own). No outcome: the runner had none.
+	Result string `json:"result"`
+	Reason string `json:"reason,omitempty"`
+	// BuildMS is how long the pre-started sandbox took to start, WaitMS
+	// how long it then waited for its run.
+	BuildMS float64 `json:"build_ms,omitempty"`
+	WaitMS  float64 `json:"wait_ms,omitempty"`
 }
 
 // FileChange is a workspace file a run created, changed or removed, as the

@@ -14,10 +14,10 @@ func TestSeatbeltRefusesWhatItCannotEnforce(t *testing.T) {
 		cfg  initConfig
 		want string
 	}{
-		{"memory", initConfig{Limits: rlimits{AS: 2 << 30}}, "memory"},
-		{"memory and network", initConfig{Limits: rlimits{AS: 2 << 30}, Proxy: true}, "memory"},
+		{"memory", initConfig{runConfig: runConfig{Limits: rlimits{AS: 2 << 30}}}, "memory"},
+		{"memory and network", initConfig{runConfig: runConfig{Limits: rlimits{AS: 2 << 30}}, Proxy: true}, "memory"},
 		{"network", initConfig{Proxy: true}, ""},
-		{"none", initConfig{Limits: rlimits{NoFile: 1024, FSize: 1 << 20}}, ""},
+		{"none", initConfig{runConfig: runConfig{Limits: rlimits{NoFile: 1024, FSize: 1 << 20}}}, ""},
 	} {
 		e := seatbeltRefusal(&tc.cfg)
 		switch {

@@ -37,6 +37,9 @@ type Options struct {
 	// Self is the srt-mcp binary mounted into the sandbox; default: this
 	// process's executable.
 	Self string
+	// prestarted is a sandbox a pooled runner started ahead of this run
+	// (runnerMain); the run claims it when it fits.
+	prestarted *prestarted
 	// Egress serves the sandbox's only way out: the HTTP and SOCKS5 proxy
 	// listeners the sandbox opened on its own loopback. Nil means no
 	// network at all.
@@ -73,6 +76,7 @@ type Run struct {
 	truncated    []string
 
 	proc       sandboxProc
+	prestart   *PrestartOutcome // how a pre-started sandbox served (or did not serve) the run
 	egress     io.Closer
 	egressPrep *egressPrep
 	plan       *Plan
@@ -143,7 +147,10 @@ func Start(ctx context.Context, spec Spec, sink func(Event), opts Options) (*Run
 	return r, nil
 }
 
-func (r *Run) startLocked(ctx context.Context, opts Options) error {
+// resolve checks r's spec and resolves its policy into the mount plan
+// (r.plan), with what its egress needs (r.egressPrep); it finds the
+// binary the sandbox side runs when opts has none.
+func (r *Run) resolve(opts *Options) error {
 	s := &r.spec
 	if s.Version != SpecVersion {
 		return errorf(ErrCodeInvalidSpec, "spec version %d is not supported (want %d)", s.Version, SpecVersion)
@@ -222,6 +229,15 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 		return err
 	}
 	r.plan = plan
+	return nil
+}
+
+func (r *Run) startLocked(ctx context.Context, opts Options) error {
+	s := &r.spec
+	if err := r.resolve(&opts); err != nil {
+		return err
+	}
+	plan, eg := r.plan, r.egressPrep
 
 	// stdio for the sandbox: child ends are closed here once it started.
 	var child [3]*os.File
@@ -314,22 +330,28 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 		}
 	}
 	cfg := &initConfig{
-		Argv:   s.Argv,
-		Direct: s.Direct,
-		Env:    sandboxEnv(&envSpec, token),
-		Proxy:  opts.Egress != nil,
-		Cwd:    plan.Cwd,
-		PTY:    s.Stdin == StdinPTY,
-		Rows:   s.Rows,
-		Cols:   s.Cols,
-		Limits: limitsFor(s.Policy.Limits),
-
-		NoFallocate: s.NoFallocate,
+		runConfig: runConfig{
+			Argv:        s.Argv,
+			Direct:      s.Direct,
+			Env:         sandboxEnv(&envSpec, token),
+			Cwd:         plan.Cwd,
+			Limits:      limitsFor(s.Policy.Limits),
+			Report:      s.Report,
+			NoFallocate: s.NoFallocate,
+		},
+		Proxy: opts.Egress != nil,
+		PTY:   s.Stdin == StdinPTY,
+		Rows:  s.Rows,
+		Cols:  s.Cols,
 	}
 	if cfg.Rows == 0 || cfg.Cols == 0 {
 		cfg.Rows, cfg.Cols = 24, 80
 	}
-	proc, err := launch(ctx, r, plan, cfg, child, opts)
+	// A sandbox started ahead of this run, when one fits; else one now.
+	proc, err := claim(ctx, r, plan, cfg, child, opts)
+	if proc == nil && err == nil {
+		proc, err = launch(ctx, r, plan, cfg, child, opts)
+	}
 	if err != nil {
 		for _, rd := range readers {
 			rd.f.Close()
@@ -378,7 +400,7 @@ func (r *Run) startLocked(ctx context.Context, opts Options) error {
 		}
 		r.egress = egress
 	}
-	r.emit(Event{Type: EventReady})
+	r.emit(Event{Type: EventReady, Prestart: r.prestart})
 	if t := s.Policy.Limits.Timeout.Std(); t > 0 {
 		timer := time.AfterFunc(t-time.Since(r.start), func() { r.stop(EventTimeout, false) })
 		r.mu.Lock()

@@ -68,7 +68,46 @@ const ptyInsideSandbox = true
 // sandboxUserSwitch: a root runner runs its sandboxes as the sandbox user.
 const sandboxUserSwitch = true
 
+// launch starts the sandbox for r and runs the command in it at once: a
+// sandbox started ahead of its call (prestart.go) goes through the same
+// two steps, with time between them.
 func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*os.File, opts Options) (sandboxProc, error) {
+	sb, err := startSandbox(ctx, r, plan, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return sb.run(ctx, r, child)
+}
+
+// startedSandbox is a sandbox built and verified from inside and outside
+// whose exec stage waits for its command (the go message).
+type startedSandbox struct {
+	p          *bwrapProc
+	conn       *msgConn
+	execStatus *os.File
+	cfg        *initConfig
+	tasks      []*os.File // the cgroup v1 tasks files that go with go
+	release    func()     // lets the thread that started bwrap go
+	diagDone   chan struct{}
+	statusDone chan struct{}
+	mounted    []sourceIdentity // what each bind mount's source was when mounted
+	uid        int              // the sandbox's host uid (-1: the runner's own)
+	noAS       bool             // the cgroup bounds memory: no RLIMIT_AS
+	gone       chan struct{}    // closed when bwrap exited before go
+}
+
+// sourceIdentity is one bind mount's host source and the object opened for
+// it.
+type sourceIdentity struct {
+	src      string
+	dev, ino uint64
+}
+
+// startSandbox builds r's sandbox up to the point where it waits for the
+// command: namespaces, mounts, the exec stage verified from inside, every
+// namespace checked from outside, the cgroups made. Nothing of the run
+// (argv, environment, working directory, stdio, rlimits) is in it yet.
+func startSandbox(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, opts Options) (*startedSandbox, error) {
 	bwrap, err := FindBwrap()
 	if err != nil {
 		return nil, errorf(ErrCodeUnavailable, "bubblewrap (bwrap) is not installed; install it with: apt-get install -y bubblewrap")
@@ -84,20 +123,37 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		}
 	}()
 	asPID1 := r.spec.Init == InitSRT || LandlockABI() == 0
-	cfg.Stdio, cfg.PID = [3]int{fdStdin, fdStdout, fdStderr}, 2
+	cfg.PID = 2
+	noAS := false
 	if prep != nil {
 		cfg.CgroupTasks = selfMoves(r.spec.Policy.Limits)
-		if cgroupBoundsMemory(r.spec.Policy.Limits) {
-			// The cgroup bounds the sandbox's memory (the run fails when it
-			// cannot): RLIMIT_AS would only add a bound on address space,
-			// which 64-bit WebAssembly runtimes (Node's fetch, V8, wasmtime)
-			// reserve by the gigabyte without using.
-			cfg.Limits.AS = 0
-		}
+		// The cgroup bounds the sandbox's memory (the run fails when it
+		// cannot): RLIMIT_AS would only add a bound on address space,
+		// which 64-bit WebAssembly runtimes (Node's fetch, V8, wasmtime)
+		// reserve by the gigabyte without using.
+		noAS = cgroupBoundsMemory(r.spec.Policy.Limits)
 	}
 	if !asPID1 {
 		cfg.Landlock = LandlockABI()
 	}
+	if cfg.Prestarted {
+		seen := map[string]bool{}
+		for _, m := range plan.Mounts {
+			if !seen[m.Dst] {
+				seen[m.Dst] = true
+				cfg.Dsts = append(cfg.Dsts, m.Dst)
+			}
+			switch m.Kind {
+			case MountTmpfs:
+				cfg.Private = append(cfg.Private, m.Dst)
+			case MountDev:
+				cfg.Private = append(cfg.Private, m.Dst)
+			}
+		}
+	}
+	// The run's part of the configuration comes with go.
+	wire := *cfg
+	wire.runConfig = runConfig{}
 	var closers []io.Closer
 	closeAll := func() {
 		for _, c := range closers {
@@ -122,21 +178,7 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		return nil, errorf(ErrCodeInternal, "pipe: %v %v %v", err1, err2, err3)
 	}
 	closers = append(closers, ctlChild, cfgR, statusW, diagW)
-	// Every stdio slot must be a real fd in the sandbox (a nil ExtraFiles
-	// entry would leave a hole that a later fd silently fills).
-	for i := range child {
-		if child[i] == nil {
-			null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-			if err != nil {
-				closeAll()
-				conn.close()
-				return nil, err
-			}
-			closers = append(closers, null)
-			child[i] = null
-		}
-	}
-	fail := func(e *Error) (sandboxProc, error) {
+	fail := func(e *Error) (*startedSandbox, error) {
 		closeAll()
 		conn.close()
 		cfgW.Close()
@@ -150,27 +192,7 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		return fail(errorf(ErrCodeUnavailable, "cannot open the srt-mcp binary to run inside the sandbox: %v", err))
 	}
 	closers = append(closers, self)
-	// fd 10: the report pipe when the spec asks for one, else a /dev/null
-	// the exec stage does not pass on (the slot must be a real fd).
-	var report *os.File
-	var reportCh <-chan string
-	if r.spec.Report {
-		rr, rw, err := os.Pipe()
-		if err != nil {
-			return fail(errorf(ErrCodeInternal, "pipe: %v", err))
-		}
-		closers = append(closers, rw)
-		report, reportCh = rw, readReport(rr)
-		cfg.Report = fdReport
-	} else {
-		null, err := os.Open(os.DevNull)
-		if err != nil {
-			return fail(errorf(ErrCodeInternal, "%v", err))
-		}
-		closers = append(closers, null)
-		report = null
-	}
-	extra := []*os.File{ctlChild, cfgR, statusW, child[0], child[1], child[2], self, report}
+	extra := []*os.File{ctlChild, cfgR, statusW, self}
 	// Every bind source, opened now that the plan is checked: a path the
 	// sandbox could change is opened without following any link, and bwrap
 	// mounts the object opened, never the name.
@@ -182,7 +204,13 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	if serr != nil {
 		return fail(serr)
 	}
-	cfg.Mounted = mounted
+	wire.Mounted = mounted
+	sb := &startedSandbox{cfg: cfg, uid: -1, gone: make(chan struct{}), noAS: noAS}
+	if cfg.Prestarted {
+		for i, m := range mounted {
+			sb.mounted = append(sb.mounted, sourceIdentity{src: sources[i].Name(), dev: m.Dev, ino: m.Ino})
+		}
+	}
 	// As root, the sandbox is an unprivileged host user: bwrap itself is
 	// started as that user and maps it, unprivileged, into its namespace.
 	var cred *syscall.Credential
@@ -199,8 +227,11 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		}
 		closers = append(closers, closerFunc(mapped.close))
 		if mapped != nil {
+			if cfg.Prestarted {
+				return fail(errorf(ErrCodeInvalidSpec, "a sandbox with idmapped writable roots is not pre-started"))
+			}
 			tr("idmapped")
-			cfg.OwnerWrites = true
+			wire.OwnerWrites, cfg.OwnerWrites = true, true
 			for _, root := range mapped.roots {
 				plan.OwnerWritten = append(plan.OwnerWritten, root.src)
 			}
@@ -209,8 +240,9 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 			return fail(e)
 		}
 		cred = &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: []uint32{}}
+		sb.uid = u.UID
 	}
-	cfgBytes, err := json.Marshal(cfg)
+	cfgBytes, err := json.Marshal(&wire)
 	if err != nil {
 		return fail(errorf(ErrCodeInternal, "%v", err))
 	}
@@ -253,8 +285,10 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		_, _ = cfgW.Write(cfgBytes)
 		cfgW.Close()
 	}()
-	p := &bwrapProc{cmd: cmd, diag: &limitedBuffer{max: 16 << 10}, waitDone: make(chan struct{}), report: reportCh}
+	p := &bwrapProc{cmd: cmd, diag: &limitedBuffer{max: 16 << 10}, waitDone: make(chan struct{})}
+	sb.p, sb.conn, sb.release = p, conn, release
 	diagDone := make(chan struct{})
+	sb.diagDone = diagDone
 	go func() {
 		_, _ = io.Copy(p.diag, diagR)
 		diagR.Close()
@@ -262,6 +296,7 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	}()
 	pidCh := make(chan int, 1)
 	statusDone := make(chan struct{})
+	sb.statusDone = statusDone
 	go func() {
 		defer close(statusDone)
 		defer statusR.Close()
@@ -309,15 +344,8 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		}
 		cgCh <- res
 	}()
-	abort := func(e *Error) (sandboxProc, error) {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		release()
-		conn.close()
-		<-diagDone
-		if d := strings.TrimSpace(p.diag.String()); d != "" {
-			e.Message += ": " + explainBwrap(d)
-		}
+	abort := func(e *Error) (*startedSandbox, error) {
+		sb.abort(e)
 		return nil, e
 	}
 	deadline := time.Now().Add(startupTimeout)
@@ -346,7 +374,7 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		return abort(errorf(ErrCodeSandboxFailed, "unexpected message %q with %d fds from the sandbox", m.T, len(files)))
 	}
 	tr("verified")
-	execStatus := files[0]
+	sb.execStatus = files[0]
 	rest := files[1:]
 	if cfg.PTY {
 		p.ptmx, rest = rest[0], rest[1:]
@@ -354,7 +382,6 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	if cfg.Proxy {
 		p.listeners = rest[:2]
 	}
-	defer execStatus.Close()
 	var res cgResult
 	select {
 	case res = <-cgCh:
@@ -370,14 +397,10 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 	if p.pidNS, err = checkNamespaces(p.pid1); err != nil {
 		return abort(errorf(ErrCodeVerification, "%v; refusing to run unsandboxed", err))
 	}
-	var tasks []*os.File
 	if p.cgroup != nil && p.cgroup.selfMove {
-		tasks = p.cgroup.takeTasks()
-		if len(tasks) != cfg.CgroupTasks {
-			for _, f := range tasks {
-				f.Close()
-			}
-			return abort(errorf(ErrCodeLimitUnenforced, "cgroup for the sandbox's limits: %d directories, %d announced", len(tasks), cfg.CgroupTasks))
+		sb.tasks = p.cgroup.takeTasks()
+		if len(sb.tasks) != cfg.CgroupTasks {
+			return abort(errorf(ErrCodeLimitUnenforced, "cgroup for the sandbox's limits: %d directories, %d announced", len(sb.tasks), cfg.CgroupTasks))
 		}
 	} else if p.cgroup != nil {
 		// The exec stage, PID 1's one child, must be in the cgroup: it is
@@ -393,43 +416,189 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		}
 	}
 	tr("ns-checked")
-	err = conn.send(initMsg{T: initMsgGo}, tasks...)
-	for _, f := range tasks {
+	// No deadline while a pre-started sandbox waits; bwrap's end (killed,
+	// or the stage gone) shows as sb.gone.
+	conn.setDeadline(time.Time{})
+	go func() {
+		<-statusDone
+		close(sb.gone)
+	}()
+	launched = true
+	return sb, nil
+}
+
+// abort ends a started sandbox that will not run its command.
+func (sb *startedSandbox) abort(e *Error) {
+	p := sb.p
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	sb.release()
+	sb.conn.close()
+	for _, f := range sb.tasks {
 		f.Close()
 	}
-	if err != nil {
-		return abort(errorf(ErrCodeSandboxFailed, "the sandbox went away during start-up"))
+	if sb.execStatus != nil {
+		sb.execStatus.Close()
 	}
-	conn.close()
+	if p.ptmx != nil {
+		p.ptmx.Close()
+	}
+	for _, l := range p.listeners {
+		l.Close()
+	}
+	<-sb.diagDone
+	if e != nil {
+		if d := strings.TrimSpace(p.diag.String()); d != "" {
+			e.Message += ": " + explainBwrap(d)
+		}
+	}
+	p.cgroup.remove()
+}
+
+// check asks a pre-started sandbox's exec stage whether the sandbox is
+// still the one it verified (see sandboxState); an error says what changed
+// or that it is gone.
+func (sb *startedSandbox) check(ctx context.Context) error {
+	select {
+	case <-sb.gone:
+		return errors.New("the sandbox ended while it waited")
+	default:
+	}
+	sb.conn.setDeadline(time.Now().Add(startupTimeout))
+	stop := context.AfterFunc(ctx, func() { sb.conn.setDeadline(time.Now()) })
+	defer stop()
+	if err := sb.conn.send(initMsg{T: initMsgCheck}); err != nil {
+		return fmt.Errorf("the sandbox went away while it waited: %v", err)
+	}
+	m, files, err := sb.conn.recv()
+	for _, f := range files {
+		f.Close()
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("the sandbox went away while it waited: %v", err)
+	case m.T == initMsgError:
+		return errors.New(m.Message)
+	case m.T != initMsgUnchanged:
+		return fmt.Errorf("unexpected message %q from the sandbox", m.T)
+	}
+	return nil
+}
+
+// discard ends a started sandbox nothing ran in.
+func (sb *startedSandbox) discard() { sb.abort(nil) }
+
+// run sends the go message with r's run and its stdio (child; ignored for
+// a sandbox with its own terminal) and waits until the command was
+// exec'd. A claimed pre-started sandbox whose exec stage finds it changed
+// fails with ErrCodeVerification.
+func (sb *startedSandbox) run(ctx context.Context, r *Run, child [3]*os.File) (sandboxProc, error) {
+	p, cfg := sb.p, sb.cfg
+	deadline := time.Now().Add(startupTimeout)
+	var closers []*os.File
+	defer func() {
+		for _, f := range closers {
+			f.Close()
+		}
+	}()
+	fail := func(e *Error) (sandboxProc, error) {
+		sb.abort(e)
+		return nil, e
+	}
+	runR, runW, err := os.Pipe()
+	if err != nil {
+		return fail(errorf(ErrCodeInternal, "pipe: %v", err))
+	}
+	closers = append(closers, runR)
+	send := []*os.File{runR}
+	if !cfg.PTY {
+		// Every stdio slot must be a real fd in the sandbox.
+		for i := range child {
+			if child[i] == nil {
+				null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+				if err != nil {
+					runW.Close()
+					return fail(errorf(ErrCodeInternal, "%v", err))
+				}
+				closers = append(closers, null)
+				child[i] = null
+			}
+		}
+		send = append(send, child[:]...)
+	}
+	if r.spec.Report {
+		rr, rw, err := os.Pipe()
+		if err != nil {
+			runW.Close()
+			return fail(errorf(ErrCodeInternal, "pipe: %v", err))
+		}
+		closers = append(closers, rw)
+		p.report = readReport(rr)
+		send = append(send, rw)
+	}
+	rc := cfg.runConfig
+	if sb.noAS {
+		rc.Limits.AS = 0
+	}
+	runBytes, err := json.Marshal(&rc)
+	if err != nil {
+		runW.Close()
+		return fail(errorf(ErrCodeInternal, "%v", err))
+	}
+	go func() {
+		_, _ = runW.Write(runBytes)
+		runW.Close()
+	}()
+	send = append(send, sb.tasks...)
+	err = sb.conn.send(initMsg{T: initMsgGo}, send...)
+	for _, f := range sb.tasks {
+		f.Close()
+	}
+	sb.tasks = nil
+	if err != nil {
+		return fail(errorf(ErrCodeSandboxFailed, "the sandbox went away during start-up"))
+	}
+	sb.conn.close()
 	// EOF on the exec-status pipe: the command was exec'd.
-	_ = execStatus.SetReadDeadline(deadline)
-	out, _ := io.ReadAll(io.LimitReader(execStatus, 1<<16))
+	stop := context.AfterFunc(ctx, func() { _ = sb.execStatus.SetReadDeadline(time.Now()) })
+	defer stop()
+	_ = sb.execStatus.SetReadDeadline(deadline)
+	out, _ := io.ReadAll(io.LimitReader(sb.execStatus, 1<<16))
+	sb.execStatus.Close()
+	sb.execStatus = nil
 	tr("exec-eof")
 	if len(out) > 0 {
+		var em initMsg
+		if json.Unmarshal(out, &em) != nil || em.T != initMsgError {
+			em = initMsg{Code: ErrCodeExecFailed, Message: strings.TrimSpace(string(out))}
+		}
+		e := &Error{Code: em.Code, Message: em.Message}
+		if em.Code == ErrCodeVerification {
+			return fail(e)
+		}
+		// The command could not be exec'd: the sandbox ends by itself.
 		if p.ptmx != nil {
 			p.ptmx.Close()
 		}
 		for _, l := range p.listeners {
 			l.Close()
 		}
-		var em initMsg
-		if json.Unmarshal(out, &em) != nil || em.T != initMsgError {
-			em = initMsg{Code: ErrCodeExecFailed, Message: strings.TrimSpace(string(out))}
-		}
-		_ = cmd.Wait()
-		release()
-		<-diagDone
-		return nil, &Error{Code: em.Code, Message: em.Message}
+		_ = p.cmd.Wait()
+		sb.release()
+		<-sb.diagDone
+		p.cgroup.remove()
+		return nil, e
 	}
 
+	cmd := p.cmd
 	go func() {
 		werr := cmd.Wait()
-		release()
+		sb.release()
 		tr("bwrap-exit")
 		p.cgroup.remove()
-		<-statusDone
+		<-sb.statusDone
 		tr("status-eof")
-		<-diagDone
+		<-sb.diagDone
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		switch {
@@ -461,7 +630,6 @@ func launch(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*
 		}
 		close(p.waitDone)
 	}()
-	launched = true
 	return p, nil
 }
 

@@ -74,6 +74,9 @@ type Options struct {
 	// RunnerPool is how many runners are kept started ahead of need
 	// (--runner-pool).
 	RunnerPool int
+	// SandboxPool is how many sandboxes are kept started ahead of their
+	// calls while idle (--sandbox-pool; 0: none, each run starts its own).
+	SandboxPool int
 	// SandboxUser is the host user a root server's sandboxes run as
 	// (--sandbox-user); nil: the runner's default.
 	SandboxUser *runner.SandboxUser
@@ -264,6 +267,9 @@ func Run(ctx context.Context, o Options) error {
 	// to start (see runner.Pool).
 	pool := runner.NewPool(o.RunnerBinary, o.StageBinary, o.RunnerPool)
 	defer pool.Close()
+	// And sandboxes started ahead of their calls: each runner starts one
+	// for the next run of the shape it just ran (see runner/prestart.go).
+	pool.Prestart(o.SandboxPool)
 	mgr := executions.NewManager(executions.Config{
 		MaxConcurrent:    o.MaxConcurrent,
 		MaxPerOwner:      o.MaxPerSession,
@@ -379,6 +385,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	metrics := ops.New()
 	metrics.BindRunners(pool.Idle)
+	metrics.BindPrestart(func() ops.PrestartStats { return ops.PrestartStats(pool.Stats()) })
 	svc := service.New(service.Config{
 		Ceiling: o.Ceiling, DefaultTimeout: def, Home: o.Home, Logger: logger, Hide: []string{o.StateDir, reg.PersistDir()},
 		EgressCADir: caDir,
@@ -398,6 +405,9 @@ func Run(ctx context.Context, o Options) error {
 		},
 	}, mgr)
 	metrics.Bind(svc)
+	// Sandboxes started ahead of their calls follow the ceiling: a reload
+	// drains them (rule 13).
+	svc.WatchCeiling(func(policy.Policy) { pool.Drain() })
 	defer svc.Shutdown() // before the registry's: the warm pool stops filling first
 	srv := mcpserver.New(mcpserver.Config{Logger: logger, Version: o.Version, Tools: o.Tools, ReplyChars: o.ReplyChars}, svc)
 	ctx, stop := drainOnSignal(ctx, logger, svc, o.DrainTimeout)

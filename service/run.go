@@ -148,6 +148,10 @@ func (s *Service) Start(ctx context.Context, req Request) (*Run, error) {
 	if r.Runtime != nil && !req.Cell && req.Command == nil && req.Argv == nil && req.Pip == "" {
 		spec.Report = r.Runtime.Reports() // the compile step's own channel
 	}
+	if !req.Caller.Anonymous() {
+		// A sandbox started ahead of a run serves only its tenant's runs.
+		spec.Tenant = req.Caller.Principal
+	}
 	label := req.Label
 	if label == "" {
 		label = firstLine(req.Code)

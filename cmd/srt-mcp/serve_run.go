@@ -197,6 +197,7 @@ func serveOptions(c *cli.Context) (server.Options, error) {
 		RunnerBinary:   os.Getenv(runnerBinaryEnv),
 		StageBinary:    os.Getenv(stageBinaryEnv),
 		RunnerPool:     c.Int("runner-pool"),
+		SandboxPool:    c.Int("sandbox-pool"),
 		SandboxUser:    user,
 		Backend:        backendName,
 		Docker:         docker,

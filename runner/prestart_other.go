@@ -1,0 +1,20 @@
+//go:build !linux
+
+package runner
+
+import (
+	"context"
+	"os"
+)
+
+// prestarted: sandboxes are started ahead of their runs on Linux only.
+type prestarted struct{}
+
+func startPrestarted(Spec, Options) *prestarted { return nil }
+
+func (t *prestarted) discard() {}
+
+// claim: nothing is pre-started here; every run starts its own sandbox.
+func claim(context.Context, *Run, *Plan, *initConfig, [3]*os.File, Options) (sandboxProc, error) {
+	return nil, nil
+}
