@@ -130,6 +130,7 @@ type initConfig struct {
 // mountedObject is one bind mount's destination and the identity of the
 // source the runner opened for it.
 type mountedObject struct {
+	Src string `json:"-"` // the host path opened (the runner's to know)
 	Dst string `json:"dst"`
 	Dev uint64 `json:"dev"`
 	Ino uint64 `json:"ino"`

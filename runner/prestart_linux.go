@@ -141,8 +141,8 @@ func claim(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*o
 	// be mounted anew by a sandbox started now.
 	for _, m := range t.sb.mounted {
 		var st unix.Stat_t
-		if err := unix.Lstat(m.src, &st); err != nil || uint64(st.Dev) != m.dev || st.Ino != m.ino {
-			out.Result, out.Reason = PrestartChanged, fmt.Sprintf("%s is no longer the directory mounted from it", m.src)
+		if err := unix.Lstat(m.Src, &st); err != nil || uint64(st.Dev) != m.Dev || st.Ino != m.Ino {
+			out.Result, out.Reason = PrestartChanged, fmt.Sprintf("%s is no longer the object mounted from it", m.Src)
 			t.discard()
 			return nil, nil
 		}

@@ -16,6 +16,10 @@ import (
 // something that reached it while it waited.
 const maxPrivateEntries = 4096
 
+// devNodes are the entries bwrap's --dev makes in a sandbox's /dev.
+var devNodes = map[string]bool{"null": true, "zero": true, "full": true, "random": true, "urandom": true, "tty": true,
+	"console": true, "pts": true, "ptmx": true, "shm": true, "fd": true, "stdin": true, "stdout": true, "stderr": true, "core": true}
+
 // sandboxState is what a pre-started sandbox is, seen from inside by its
 // exec stage: its mount table, the object at every mount's destination,
 // every entry of its private directories (its tmpfs mounts and /dev), the
@@ -43,6 +47,16 @@ func sandboxState(cfg *initConfig) (string, error) {
 		fmt.Fprintf(&b, "%s %d:%d %o\n", d, st.Dev, st.Ino, st.Mode)
 	}
 	b.WriteString("private\n")
+	// A fresh sandbox's own directories hold the mount points and
+	// directories its plan made, and bwrap's /dev nodes: anything else
+	// was put there by someone else, before or after the record.
+	made := map[string]bool{}
+	for _, d := range cfg.Dsts {
+		for p := d; p != "/" && p != "."; p = filepath.Dir(p) {
+			made[p] = true
+		}
+	}
+	fresh := func(p string) bool { return made[p] || filepath.Dir(p) == "/dev" && devNodes[filepath.Base(p)] }
 	n := 0
 	for _, d := range cfg.Private {
 		var root unix.Stat_t
@@ -56,12 +70,15 @@ func sandboxState(cfg *initConfig) (string, error) {
 				return nil
 			}
 			if n++; n > maxPrivateEntries {
-				return errors.New("too many")
+				return fmt.Errorf("more than %d entries in the sandbox's own directories", maxPrivateEntries)
 			}
 			var st unix.Stat_t
 			if err := unix.Lstat(p, &st); err != nil {
 				fmt.Fprintf(&b, "%s: %v\n", p, err)
 				return nil
+			}
+			if p != d && !fresh(p) {
+				return fmt.Errorf("%s is in the sandbox's own %s, which a fresh sandbox does not have", p, d)
 			}
 			fmt.Fprintf(&b, "%s %d:%d %o %d %d.%d %d.%d\n", p, st.Dev, st.Ino, st.Mode, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
 			if st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Dev != root.Dev {
@@ -70,7 +87,7 @@ func sandboxState(cfg *initConfig) (string, error) {
 			return nil
 		})
 		if err != nil {
-			return "", fmt.Errorf("more than %d entries in the sandbox's own directories", maxPrivateEntries)
+			return "", err
 		}
 	}
 	b.WriteString("processes\n")

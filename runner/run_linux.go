@@ -90,17 +90,10 @@ type startedSandbox struct {
 	release    func()     // lets the thread that started bwrap go
 	diagDone   chan struct{}
 	statusDone chan struct{}
-	mounted    []sourceIdentity // what each bind mount's source was when mounted
+	mounted    []mountedObject // what each bind mount's source was when mounted
 	uid        int              // the sandbox's host uid (-1: the runner's own)
 	noAS       bool             // the cgroup bounds memory: no RLIMIT_AS
 	gone       chan struct{}    // closed when bwrap exited before go
-}
-
-// sourceIdentity is one bind mount's host source and the object opened for
-// it.
-type sourceIdentity struct {
-	src      string
-	dev, ino uint64
 }
 
 // startSandbox builds r's sandbox up to the point where it waits for the
@@ -207,9 +200,7 @@ func startSandbox(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, opts
 	wire.Mounted = mounted
 	sb := &startedSandbox{cfg: cfg, uid: -1, gone: make(chan struct{}), noAS: noAS}
 	if cfg.Prestarted {
-		for i, m := range mounted {
-			sb.mounted = append(sb.mounted, sourceIdentity{src: sources[i].Name(), dev: m.Dev, ino: m.Ino})
-		}
+		sb.mounted = mounted
 	}
 	// As root, the sandbox is an unprivileged host user: bwrap itself is
 	// started as that user and maps it, unprivileged, into its namespace.

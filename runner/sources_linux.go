@@ -60,7 +60,7 @@ func openSources(plan *Plan, first int) ([]*os.File, map[int]int, []mountedObjec
 			if err := unix.Fstat(fd, &st); err != nil {
 				return fail(errorf(ErrCodeSandboxFailed, "stat %s: %v", m.Src, err))
 			}
-			mounted = append(mounted, mountedObject{Dst: m.Dst, Dev: uint64(st.Dev), Ino: st.Ino})
+			mounted = append(mounted, mountedObject{Src: m.Src, Dst: m.Dst, Dev: uint64(st.Dev), Ino: st.Ino})
 		}
 	}
 	return files, byIndex, mounted, nil

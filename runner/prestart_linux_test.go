@@ -1,0 +1,311 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// prestartPool is a pool whose runners start the next run's sandbox ahead
+// of it, with its one runner waiting.
+func prestartPool(t *testing.T) *Pool {
+	t.Helper()
+	requireBwrap(t)
+	p := NewPool("", "", 1)
+	p.Prestart(1)
+	t.Cleanup(p.Close)
+	return p
+}
+
+// runIn runs spec with argv on p and returns its stdout; the run must
+// exit 0.
+func runIn(t *testing.T, p *Pool, spec Spec, argv ...string) string {
+	t.Helper()
+	spec.Argv = argv
+	var c collector
+	h, err := p.Start(spec, c.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Wait()
+	out, errOut, end := c.check(t)
+	if end.Type != EventExit || end.ExitCode != 0 {
+		t.Fatalf("%q: %q %q %+v", argv, out, errOut, end)
+	}
+	for _, e := range c.events {
+		if e.Prestart != nil {
+			t.Fatalf("the pool passed a runner's prestart outcome on to the caller: %+v", e)
+		}
+	}
+	return out
+}
+
+// waitReady waits until p's idle runner holds a sandbox started for the
+// next run (its start is on its way once the runner is back).
+func waitReady(t *testing.T, p *Pool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Stats().Ready < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no runner holds a pre-started sandbox: %+v", p.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// probeScript prints what code inside a sandbox can tell about it, but for
+// what differs between any two sandboxes (mount ids, device numbers of
+// fresh tmpfs mounts, inode numbers of pipes, times): its identity,
+// environment, limits, working directory, mounts, the files of its own
+// directories, its processes, its descriptors and its network.
+const probeScript = `id; umask; pwd; hostname; env | sort; ulimit -a
+grep -E '^(Cap|NoNewPrivs|Seccomp|Uid|Gid|Groups|Umask)' /proc/self/status
+awk '{print $18, $19, $41}' /proc/self/stat
+awk '{sub(/ - /, " | "); print $4, $5, $6, $0}' /proc/self/mountinfo | sed 's/[0-9]* [0-9]* [0-9]*:[0-9]* //; s/ shared:[0-9]*//; s/ master:[0-9]*//'
+find /tmp /dev -xdev -printf '%p %M %u %g %s %n\n' | sort
+set -- /proc/[0-9]*; echo "processes: $#"
+for f in /proc/self/fd/*; do echo "fd ${f##*/}"; done
+cat /proc/1/cmdline | tr '\0' ' '; echo
+cat /proc/net/dev | cut -d: -f1; cat /proc/net/tcp /proc/net/unix
+cat /proc/self/cgroup | sed 's/srt-mcp-[^/]*/srt-mcp-RUN/'
+cat /proc/self/oom_score_adj; cat /proc/sys/kernel/pid_max >/dev/null && echo proc-ok`
+
+// TestPrestartedSandboxIsLikeCold: a run that claims a sandbox started
+// ahead of it sees what a run in a sandbox started for it sees (identity,
+// environment, limits, mounts, a fresh /tmp, no process or file of another
+// run, the same descriptors and network), and the current time.
+func TestPrestartedSandboxIsLikeCold(t *testing.T) {
+	for _, init := range []string{"", InitSRT} {
+		t.Run("init="+init, func(t *testing.T) {
+			p := prestartPool(t)
+			spec := testSpec(t)
+			spec.Init = init
+			spec.Policy.Limits.MaxOpenFiles = 512
+			before := p.Stats()
+			cold := runIn(t, p, spec, "/bin/sh", "-c", probeScript+"; echo cold-run > /tmp/left-behind; sleep 1 & echo")
+			if got := p.Stats(); got.Cold != before.Cold+1 || got.Claimed != before.Claimed {
+				t.Fatalf("the first run should start its own sandbox: %+v", got)
+			}
+			for i := 0; i < 2; i++ {
+				waitReady(t, p)
+				time.Sleep(300 * time.Millisecond) // the sandbox waits a while
+				host := time.Now().Unix()
+				claimed := runIn(t, p, spec, "/bin/sh", "-c", probeScript+"; echo cold-run > /tmp/left-behind; sleep 1 & echo; date +%s")
+				out := strings.TrimSuffix(claimed, "\n")
+				last := strings.LastIndexByte(out, '\n')
+				now := out[last+1:]
+				claimed = out[:last+1]
+				if got := p.Stats(); got.Claimed != before.Claimed+uint64(i)+1 {
+					t.Fatalf("run %d did not claim the pre-started sandbox: %+v", i+2, got)
+				}
+				if diff(cold, claimed) != "" {
+					t.Fatalf("a claimed sandbox differs from a cold one:\n%s", diff(cold, claimed))
+				}
+				if s, err := strconv.ParseInt(now, 10, 64); err != nil || s < host || s > time.Now().Unix() {
+					t.Fatalf("the claimed sandbox's clock says %q, the host's %d", now, host)
+				}
+			}
+			if os.Getenv("SRT_MCP_SHOW_PROBE") != "" {
+				t.Log(cold)
+			}
+			if strings.Contains(cold, "left-behind") {
+				t.Fatal("the probe saw its own file before writing it")
+			}
+		})
+	}
+}
+
+// TestPrestartedRunsNothingBeforeClaim: a sandbox started for the next run
+// runs no command before that run claims it, not even the one of the run
+// it was shaped after.
+func TestPrestartedRunsNothingBeforeClaim(t *testing.T) {
+	p := prestartPool(t)
+	dir := reachableDir(t)
+	if os.Geteuid() == 0 {
+		_ = os.Chown(dir, DefaultSandboxUser.UID, DefaultSandboxUser.GID)
+	}
+	spec := testSpec(t)
+	spec.Policy.Filesystem.AllowWrite = []string{dir}
+	marks := func() int {
+		ents, _ := os.ReadDir(dir)
+		return len(ents)
+	}
+	runIn(t, p, spec, "/bin/sh", "-c", "mktemp -p "+dir)
+	waitReady(t, p)
+	time.Sleep(200 * time.Millisecond)
+	if n := marks(); n != 1 {
+		t.Fatalf("the sandbox started for the next run ran the last run's command: %d marks", n)
+	}
+	runIn(t, p, spec, "/bin/true")
+	if n := marks(); n != 1 {
+		t.Fatalf("%d marks after a run of true", n)
+	}
+	if st := p.Stats(); st.Claimed != 1 {
+		t.Fatalf("the second run did not claim the pre-started sandbox: %+v", st)
+	}
+}
+
+// TestPrestartedOtherShapeStartsCold: a run of another policy, working
+// directory, tenant or with a terminal does not get the sandbox started
+// for another; the one waiting is discarded, and the pool keeps the shape
+// it last served.
+func TestPrestartedOtherShapeStartsCold(t *testing.T) {
+	p := prestartPool(t)
+	spec := testSpec(t)
+	runIn(t, p, spec, "/bin/true")
+	other := []func(s *Spec){
+		func(s *Spec) { s.Policy.Filesystem.DenyRead = []string{"/usr/share/doc"} },
+		func(s *Spec) { s.Cwd = reachableDir(t) },
+		func(s *Spec) { s.Tenant = "key:other" },
+		func(s *Spec) { s.Policy.Limits.MaxProcesses = 64 },
+	}
+	for i, change := range other {
+		waitReady(t, p)
+		s := spec
+		change(&s)
+		before := p.Stats()
+		// The runner holding a sandbox of another shape is the only one.
+		runIn(t, p, s, "/bin/true")
+		got := p.Stats()
+		if got.Claimed != before.Claimed || got.Unfit+got.Cold != before.Unfit+before.Cold+1 {
+			t.Fatalf("change %d: a run of another shape claimed a sandbox: %+v -> %+v", i, before, got)
+		}
+		// Back to the first shape: the sandbox now waiting is of the
+		// changed one.
+		waitReady(t, p)
+		runIn(t, p, spec, "/bin/true")
+	}
+	// A terminal: never pre-started, and not claimed.
+	waitReady(t, p)
+	before := p.Stats()
+	s := spec
+	s.Stdin = StdinPTY
+	runIn(t, p, s, "/bin/true")
+	if got := p.Stats(); got.Claimed != before.Claimed {
+		t.Fatalf("an interactive run claimed a pre-started sandbox: %+v", got)
+	}
+}
+
+// TestPrestartedDrained: after Drain (a settings reload) no sandbox started
+// before it serves a run.
+func TestPrestartedDrained(t *testing.T) {
+	p := prestartPool(t)
+	spec := testSpec(t)
+	runIn(t, p, spec, "/bin/true")
+	waitReady(t, p)
+	p.Drain()
+	before := p.Stats()
+	runIn(t, p, spec, "/bin/true")
+	if got := p.Stats(); got.Claimed != before.Claimed {
+		t.Fatalf("a sandbox started before the drain was claimed: %+v", got)
+	}
+	waitReady(t, p)
+	runIn(t, p, spec, "/bin/true")
+	if got := p.Stats(); got.Claimed != before.Claimed+1 {
+		t.Fatalf("no sandbox was started after the drain: %+v", got)
+	}
+}
+
+// TestPrestartedTamperedIsDiscarded: a file put into a waiting sandbox's
+// /tmp through /proc/PID/root (what its uid, or root, can do on the host)
+// is found at the claim: the sandbox is discarded, and the run starts in
+// one of its own that does not have the file.
+func TestPrestartedTamperedIsDiscarded(t *testing.T) {
+	p := prestartPool(t)
+	spec := testSpec(t)
+	runIn(t, p, spec, "/bin/true")
+	waitReady(t, p)
+	stage := waitingStage(t, p)
+	// As the sandbox's own uid (root's is not mapped in its namespace).
+	plant := exec.Command("/bin/sh", "-c", "echo x > "+filepath.Join("/proc", strconv.Itoa(stage), "root/tmp/planted"))
+	if os.Geteuid() == 0 {
+		plant.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(DefaultSandboxUser.UID), Gid: uint32(DefaultSandboxUser.GID)}}
+	}
+	if out, err := plant.CombinedOutput(); err != nil {
+		t.Fatalf("plant a file in the waiting sandbox: %v %s", err, out)
+	}
+	before := p.Stats()
+	out := runIn(t, p, spec, "/bin/ls", "-a", "/tmp")
+	got := p.Stats()
+	if strings.Contains(out, "planted") {
+		t.Fatalf("the run saw the file planted in the sandbox before its claim: %q", out)
+	}
+	// Planted before the stage's record (the stage refuses a sandbox with
+	// a file it did not make) or after it (the claim finds the change).
+	if got.Changed+got.Failed != before.Changed+before.Failed+1 || got.Claimed != before.Claimed ||
+		!strings.Contains(got.LastDiscard, "changed while it waited") && !strings.Contains(got.LastDiscard, "a fresh sandbox does not have") {
+		t.Fatalf("the tampered sandbox was not discarded: %+v", got)
+	}
+}
+
+// waitingStage is the pid of the exec stage waiting in p's pre-started
+// sandbox (a descendant of its idle runner).
+func waitingStage(t *testing.T, p *Pool) int {
+	t.Helper()
+	p.mu.Lock()
+	runner := p.idle[len(p.idle)-1].cmd.Process.Pid
+	p.mu.Unlock()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if pid := stageUnder(runner); pid > 0 {
+			return pid
+		}
+	}
+	t.Fatalf("no waiting exec stage under runner %d", runner)
+	return 0
+}
+
+// stageUnder is the pid of an exec stage below process runner, 0 if none.
+func stageUnder(runner int) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if string(cmd) != sandboxSelf+"\x00"+ModeExec+"\x00" {
+			continue
+		}
+		for a := pid; a > 1; a = parentOf(a) {
+			if a == runner {
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// diff is the first differing line of two outputs, "" when they are the
+// same.
+func diff(a, b string) string {
+	x, y := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(x) || i < len(y); i++ {
+		var l, r string
+		if i < len(x) {
+			l = x[i]
+		}
+		if i < len(y) {
+			r = y[i]
+		}
+		if l != r {
+			return fmt.Sprintf("line %d:\n  cold:    %q\n  claimed: %q", i+1, l, r)
+		}
+	}
+	return ""
+}
