@@ -53,6 +53,9 @@ func execMain() int {
 	if err := verifyMounted(cfg.Mounted); err != nil {
 		return fail(ErrCodeVerification, "%v; refusing to run", err)
 	}
+	if err := verifyMountPoints(cfg.Points); err != nil {
+		return fail(ErrCodeVerification, "%v; refusing to run", err)
+	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		return fail(ErrCodeInternal, "pipe: %v", err)
@@ -502,6 +505,58 @@ func verifyMounted(ms []mountedObject) error {
 		}
 	}
 	return nil
+}
+
+// verifyMountPoints checks that every path the plan mounted something at
+// is a mount point in the sandbox's mount table: a mount moves with its
+// directory when a host directory above it is renamed (by another user
+// owning it, by another sandbox writing there) while bwrap builds the
+// sandbox, and the path would then show what the mount was to cover.
+func verifyMountPoints(points []string) error {
+	if len(points) == 0 {
+		return nil
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("cannot read the sandbox's mount table: %v", err)
+	}
+	return missingMountPoint(mi, points)
+}
+
+// missingMountPoint is verifyMountPoints on the mount table mi.
+func missingMountPoint(mi []byte, points []string) error {
+	mounted := map[string]bool{}
+	for _, line := range strings.Split(string(mi), "\n") {
+		if f := strings.Fields(line); len(f) > 4 {
+			mounted[unescapeMountPath(f[4])] = true
+		}
+	}
+	for _, p := range points {
+		if !mounted[p] {
+			return fmt.Errorf("%s is not the mount point it was made (a directory above it changed during start-up)", p)
+		}
+	}
+	return nil
+}
+
+// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space,
+// \011, \012, \134).
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 func applyRlimits(l rlimits) error {

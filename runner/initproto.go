@@ -121,9 +121,15 @@ type initConfig struct {
 	// private directories, its processes, its sockets) and at go checks
 	// that nothing changed it meanwhile (prestart_linux.go).
 	Prestarted bool `json:"prestarted,omitempty"`
-	// Dsts are the destinations of every mount of the plan and Private the
-	// sandbox's own directories (its tmpfs mounts), for that record.
+	// Dsts are the destinations of every mount of the plan; Points those
+	// that are mount points (binds, tmpfs, masks, /proc, /dev): the exec
+	// stage checks each is one in its mount table, so that a host
+	// directory renamed while bwrap built the sandbox (which takes the
+	// mounts under it along, unmasking what a mask covered) is found.
+	// Private are the sandbox's own directories (its tmpfs mounts and
+	// /dev), recorded with Dsts in a pre-started sandbox's state.
 	Dsts    []string `json:"dsts,omitempty"`
+	Points  []string `json:"points,omitempty"`
 	Private []string `json:"private,omitempty"`
 }
 

@@ -309,3 +309,19 @@ func diff(a, b string) string {
 	}
 	return ""
 }
+
+// TestMissingMountPoint: a mask whose directory was renamed away during
+// start-up is no longer a mount point at its path (mountinfo names it
+// where it moved), escaped names included.
+func TestMissingMountPoint(t *testing.T) {
+	mi := []byte("22 1 0:20 / / ro,relatime - tmpfs tmpfs rw\n" +
+		"40 22 0:44 / /srv/proj/p2 ro,relatime - tmpfs tmpfs rw\n" +
+		"41 22 0:45 / /srv/my\\040dir/secret ro,relatime - tmpfs tmpfs rw\n")
+	if err := missingMountPoint(mi, []string{"/", "/srv/my dir/secret"}); err != nil {
+		t.Fatalf("escaped mount point not found: %v", err)
+	}
+	err := missingMountPoint(mi, []string{"/", "/srv/proj/private"})
+	if err == nil || !strings.Contains(err.Error(), "/srv/proj/private is not the mount point") {
+		t.Fatalf("a moved mask was not found: %v", err)
+	}
+}

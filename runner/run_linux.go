@@ -129,19 +129,18 @@ func startSandbox(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, opts
 	if !asPID1 {
 		cfg.Landlock = LandlockABI()
 	}
-	if cfg.Prestarted {
-		seen := map[string]bool{}
-		for _, m := range plan.Mounts {
-			if !seen[m.Dst] {
-				seen[m.Dst] = true
-				cfg.Dsts = append(cfg.Dsts, m.Dst)
-			}
+	seen := map[string]bool{}
+	for _, m := range plan.Mounts {
+		if !seen[m.Dst] {
+			seen[m.Dst] = true
+			cfg.Dsts = append(cfg.Dsts, m.Dst)
 			switch m.Kind {
-			case MountTmpfs:
-				cfg.Private = append(cfg.Private, m.Dst)
-			case MountDev:
-				cfg.Private = append(cfg.Private, m.Dst)
+			case MountRO, MountRW, MountTmpfs, MountHideFile, MountProc, MountDev:
+				cfg.Points = append(cfg.Points, m.Dst)
 			}
+		}
+		if cfg.Prestarted && (m.Kind == MountTmpfs || m.Kind == MountDev) {
+			cfg.Private = append(cfg.Private, m.Dst)
 		}
 	}
 	// The run's part of the configuration comes with go.
