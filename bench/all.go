@@ -33,6 +33,7 @@ func (s *suite) all() error {
 	}{
 		{"exec", s.exec},
 		{"mcp", s.mcp},
+		{"prestart", s.prestart},
 		{"cold", s.cold},
 		{"net", s.net},
 		{"tls", s.tls},

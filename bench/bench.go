@@ -39,11 +39,12 @@ const (
 	Exec      Mode = "exec"
 	Disk      Mode = "disk"
 	Costs     Mode = "costs"
+	Prestart  Mode = "prestart"
 )
 
 // selectOrder is which part wins when several are asked for: --docker is
 // also a modifier of --workspace, so Workspace comes before it.
-var selectOrder = []Mode{All, Cold, Load, Net, TLS, Workspace, Docker, Data, MCP, Disk, Costs}
+var selectOrder = []Mode{All, Cold, Load, Net, TLS, Workspace, Docker, Data, MCP, Disk, Costs, Prestart}
 
 // Select picks the part of the bench the flags ask for: set reports
 // whether the flag of that name is set. Exec when none is.
@@ -116,6 +117,8 @@ func Run(m Mode, o Options) error {
 		return s.exec()
 	case Disk:
 		return s.disk()
+	case Prestart:
+		return s.prestart()
 	case Costs:
 		return s.costs()
 	}

@@ -1,0 +1,290 @@
+package integration
+
+// Hostile tests of sandboxes started ahead of their calls (--sandbox-pool):
+// a pre-started sandbox waits, verified, for the next call of its shape.
+// Whatever reaches it while it waits — a file put in through
+// /proc/PID/root or a process joining its namespaces (what a process of
+// the sandbox's uid on the host can do), a path the operator's deny rule
+// would hide that another run created since, a host directory above one
+// of its masks renamed by the user who owns it — must be found at the
+// claim: the sandbox is discarded, and the call runs in a sandbox started
+// for it, which shows none of it.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// prestartStats reads /healthz's sandbox_pool.
+func prestartStats(t *testing.T, s *mcpServer) map[string]any {
+	t.Helper()
+	resp, err := http.Get(strings.TrimSuffix(s.url, "/mcp") + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	pool, _ := v["sandbox_pool"].(map[string]any)
+	if pool == nil {
+		t.Fatalf("/healthz has no sandbox_pool: %v", v)
+	}
+	return pool
+}
+
+func statOf(pool map[string]any, k string) int {
+	n, _ := pool[k].(float64)
+	return int(n)
+}
+
+// waitingStages are the pids of the exec stages waiting in s's
+// pre-started sandboxes (found under the server's process tree); it waits
+// until there is at least one, and a moment more for each to record its
+// state.
+func waitingStages(t *testing.T, s *mcpServer) []int {
+	t.Helper()
+	server := s.cmd.Process.Pid
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var found []int
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); string(cmd) != "/proc/self/fd/6\x00__srt-exec\x00" {
+				continue
+			}
+			for a := pid; a > 1; a = ppidOf(a) {
+				if a == server {
+					found = append(found, pid)
+					break
+				}
+			}
+		}
+		if len(found) > 0 {
+			time.Sleep(300 * time.Millisecond)
+			return found
+		}
+	}
+	t.Fatal("no pre-started sandbox is waiting under the server")
+	return nil
+}
+
+func ppidOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
+}
+
+// asSandboxUser runs argv as the uid the server's sandboxes run as: the
+// sandbox user for a root server, the server's own uid otherwise (what a
+// process of that uid on the host can do to a waiting sandbox).
+func asSandboxUser(argv ...string) *exec.Cmd {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if os.Geteuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65532, Gid: 65532, Groups: []uint32{}}}
+	}
+	return cmd
+}
+
+// claimDiscarded runs call and checks that it did not claim a pre-started
+// sandbox, and that one was discarded (as changed, or refused as it
+// started), returning the call's stdout.
+func claimDiscarded(t *testing.T, s *mcpServer, call func() string) string {
+	t.Helper()
+	before := prestartStats(t, s)
+	out := call()
+	after := prestartStats(t, s)
+	discarded := statOf(after, "changed") + statOf(after, "failed") + statOf(after, "unfit") -
+		statOf(before, "changed") - statOf(before, "failed") - statOf(before, "unfit")
+	if statOf(after, "claimed") != statOf(before, "claimed") || discarded < 1 {
+		t.Fatalf("the call claimed a tampered pre-started sandbox (or none was discarded): before %v, after %v; output %q", before, after, out)
+	}
+	return out
+}
+
+// primed makes two calls of args' shape (the first starts its own sandbox,
+// the second claims the one its runner started after it) and checks the
+// second claimed one.
+func primed(t *testing.T, s *mcpServer, run func(args map[string]any) map[string]any, args map[string]any) {
+	t.Helper()
+	run(args)
+	waitingStages(t, s)
+	before := statOf(prestartStats(t, s), "claimed")
+	run(args)
+	if got := statOf(prestartStats(t, s), "claimed"); got != before+1 {
+		t.Fatalf("the second call of a shape did not claim the sandbox started for it: %v", prestartStats(t, s))
+	}
+}
+
+func TestHostilePrestartFilePlantedInWaitingSandbox(t *testing.T) {
+	parallel(t)
+	s := startServe(t)
+	c := sessionClient(t, s.url, "", false)
+	run := func(args map[string]any) map[string]any {
+		v, isErr := callTool(t, c, "execute_code", args)
+		if isErr {
+			t.Fatalf("execute_code %v: %v", args, v)
+		}
+		return v
+	}
+	primed(t, s, run, map[string]any{"command": "true"})
+	for _, pid := range waitingStages(t, s) {
+		if out, err := asSandboxUser("/bin/sh", "-c", fmt.Sprintf("echo planted > /proc/%d/root/tmp/planted-by-another", pid)).CombinedOutput(); err != nil {
+			t.Fatalf("plant a file in the waiting sandbox %d: %v %s", pid, err, out)
+		}
+	}
+	out := claimDiscarded(t, s, func() string { return stdoutOf(run(map[string]any{"command": "ls -a /tmp"})) })
+	if strings.Contains(out, "planted") {
+		t.Fatalf("the call saw a file planted in a sandbox before its call: %q", out)
+	}
+}
+
+func TestHostilePrestartProcessJoinsWaitingSandbox(t *testing.T) {
+	parallel(t)
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		t.Skip("nsenter is not installed")
+	}
+	if os.Geteuid() != 0 {
+		// The sandbox's network and pid namespaces belong to a user
+		// namespace bwrap nests in the one its uid owns: joining them takes
+		// CAP_SYS_ADMIN on the host, which only root has.
+		t.Skip("joining a sandbox's namespaces takes root")
+	}
+	s := startServe(t)
+	c := sessionClient(t, s.url, "", false)
+	run := func(args map[string]any) map[string]any {
+		v, isErr := callTool(t, c, "execute_code", args)
+		if isErr {
+			t.Fatalf("execute_code %v: %v", args, v)
+		}
+		return v
+	}
+	primed(t, s, run, map[string]any{"command": "true"})
+	// A process joins the waiting sandbox's pid and network namespaces and
+	// opens a connection to its proxy listener, then waits there for the
+	// call.
+	for _, pid := range waitingStages(t, s) {
+		joiner := exec.Command("nsenter", "--target", strconv.Itoa(pid), "--pid", "--net", "--",
+			"python3", "-c", "import socket, time; s = socket.create_connection(('127.0.0.1', 3128)); print('joined', flush=True); time.sleep(60)")
+		stdout, _ := joiner.StdoutPipe()
+		if err := joiner.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = joiner.Process.Kill(); _ = joiner.Wait() })
+		buf := make([]byte, 16)
+		if n, _ := stdout.Read(buf); !strings.Contains(string(buf[:n]), "joined") {
+			t.Fatalf("nsenter could not join the waiting sandbox %d: %q", pid, buf[:n])
+		}
+	}
+	out := claimDiscarded(t, s, func() string {
+		return stdoutOf(run(map[string]any{"command": "ls /proc | grep -c '^[0-9]'; grep -c ' 01 ' /proc/net/tcp || true"}))
+	})
+	if lines := strings.Fields(out); len(lines) != 2 || lines[1] != "0" {
+		t.Fatalf("the call's sandbox has another's process or connection (processes, established connections): %q", out)
+	}
+}
+
+// A run of another policy creates a file at a path the operator's deny
+// rule hides from the next call's policy; the sandbox started for that
+// call before the file existed does not mask it, and must not be used.
+func TestHostilePrestartPathCreatedSince(t *testing.T) {
+	parallel(t)
+	shared := reachableTempDir(t)
+	if os.Geteuid() == 0 {
+		if err := os.Chown(shared, 65532, 65532); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := startServe(t, "--allow-write", shared)
+	c := sessionClient(t, s.url, "", false)
+	run := func(args map[string]any) map[string]any {
+		v, isErr := callTool(t, c, "execute_code", args)
+		if isErr {
+			t.Fatalf("execute_code %v: %v", args, v)
+		}
+		return v
+	}
+	secret := filepath.Join(shared, "secret.txt")
+	guarded := map[string]any{"filesystem": map[string]any{"allow_write": []string{shared}, "deny_read": []string{secret}}}
+	primed(t, s, run, map[string]any{"command": "true", "sandbox_config": guarded})
+	waitingStages(t, s)
+	// Another call, without the deny rule: a runner without a waiting
+	// sandbox takes it (the pool keeps two), and the one waiting stays.
+	run(map[string]any{"command": "echo s3cret > " + secret, "sandbox_config": map[string]any{"filesystem": map[string]any{"allow_write": []string{shared}}}})
+	out := claimDiscarded(t, s, func() string {
+		return stdoutOf(run(map[string]any{"command": "cat " + secret + " 2>&1 || true", "sandbox_config": guarded}))
+	})
+	if strings.Contains(out, "s3cret") {
+		t.Fatalf("a call read a file its policy denies, through a sandbox started before the file existed: %q", out)
+	}
+}
+
+// The user owning a directory the operator lets sandboxes read renames the
+// directory under a denied subdirectory while a sandbox waits: the mask
+// moves with it, and the denied path would show a new directory's files.
+func TestHostilePrestartMaskRenamedAway(t *testing.T) {
+	parallel(t)
+	top := reachableTempDir(t)
+	proj := filepath.Join(top, "proj")
+	for _, d := range []string{proj, filepath.Join(proj, "private")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owner := os.Geteuid()
+	if owner == 0 {
+		// Another local user's project.
+		owner = 12345
+		for _, d := range []string{proj, filepath.Join(proj, "private")} {
+			if err := os.Chown(d, owner, owner); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s := startServe(t, "--allow-read", proj)
+	c := sessionClient(t, s.url, "", false)
+	run := func(args map[string]any) map[string]any {
+		v, isErr := callTool(t, c, "execute_code", args)
+		if isErr {
+			t.Fatalf("execute_code %v: %v", args, v)
+		}
+		return v
+	}
+	private := filepath.Join(proj, "private")
+	guarded := map[string]any{"filesystem": map[string]any{"allow_read": []string{proj}, "deny_read": []string{private}}}
+	primed(t, s, run, map[string]any{"command": "true", "sandbox_config": guarded})
+	waitingStages(t, s)
+	swap := exec.Command("/bin/sh", "-c", fmt.Sprintf("mv %[1]s/private %[1]s/moved && mkdir %[1]s/private && echo s3cret > %[1]s/private/x && chmod -R a+rX %[1]s", proj))
+	if os.Geteuid() == 0 {
+		swap.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(owner), Gid: uint32(owner), Groups: []uint32{}}}
+	}
+	if out, err := swap.CombinedOutput(); err != nil {
+		t.Fatalf("the owner's rename: %v %s", err, out)
+	}
+	out := claimDiscarded(t, s, func() string {
+		return stdoutOf(run(map[string]any{"command": "cat " + private + "/x 2>&1 || true", "sandbox_config": guarded}))
+	})
+	if strings.Contains(out, "s3cret") {
+		t.Fatalf("a call read under a denied directory through a waiting sandbox whose mask was renamed away: %q", out)
+	}
+}
