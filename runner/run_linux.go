@@ -91,9 +91,9 @@ type startedSandbox struct {
 	diagDone   chan struct{}
 	statusDone chan struct{}
 	mounted    []mountedObject // what each bind mount's source was when mounted
-	uid        int              // the sandbox's host uid (-1: the runner's own)
-	noAS       bool             // the cgroup bounds memory: no RLIMIT_AS
-	gone       chan struct{}    // closed when bwrap exited before go
+	uid        int             // the sandbox's host uid (-1: the runner's own)
+	noAS       bool            // the cgroup bounds memory: no RLIMIT_AS
+	gone       chan struct{}   // closed when bwrap exited before go
 }
 
 // startSandbox builds r's sandbox up to the point where it waits for the
