@@ -17,12 +17,13 @@ func (s *suite) prestart() error {
 	if err != nil {
 		return err
 	}
-	on, err := startServer(s.Binary)
+	// Calls come faster than the default per-caller rate limit (50/s).
+	on, err := startServer(s.Binary, "--rate-limit", "100000")
 	if err != nil {
 		return fail(err.Error())
 	}
 	defer on.stop()
-	off, err := startServer(s.Binary, "--sandbox-pool", "0")
+	off, err := startServer(s.Binary, "--rate-limit", "100000", "--sandbox-pool", "0")
 	if err != nil {
 		return fail(err.Error())
 	}

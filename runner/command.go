@@ -8,8 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Process is a runner started by StartProcess: the parent's handle on one
@@ -84,7 +87,15 @@ type spawned struct {
 	// generation it was handed its last execution in.
 	shape string
 	gen   uint64
+	// readyAfter is the execution (by number) after which the runner's
+	// pre-started sandbox is ready (readReady); it holds one when that is
+	// its last.
+	readyAfter atomic.Int64
 }
+
+// prestarted reports whether the runner holds a ready sandbox for the
+// next execution of its shape.
+func (r *spawned) prestarted() bool { return r.shape != "" && r.readyAfter.Load() == int64(r.runs) }
 
 // runPipes are one execution's three pipes.
 type runPipes struct {
@@ -167,6 +178,9 @@ func spawnRunner(binary, stage string, handoff bool) (*spawned, error) {
 			pipes.closeParent()
 			return nil, err
 		}
+		// Non-blocking, so that reading what the runner says (readReady)
+		// waits in the runtime's poller, not on a thread.
+		_ = unix.SetNonblock(fds[0], true)
 		hand, handChild = os.NewFile(uintptr(fds[0]), "runner-handoff"), os.NewFile(uintptr(fds[1]), "runner-handoff-child")
 		cmd.ExtraFiles = append(cmd.ExtraFiles, handChild)
 		cmd.Args = append(cmd.Args, fmt.Sprintf("%s%d", argHandoffPrefix, 2+len(cmd.ExtraFiles)))
@@ -185,7 +199,11 @@ func spawnRunner(binary, stage string, handoff bool) (*spawned, error) {
 		}
 		return nil, fmt.Errorf("start runner: %w", err)
 	}
-	return &spawned{cmd: cmd, specW: pipes.specW, evR: pipes.evR, ctlW: pipes.ctlW, hand: hand}, nil
+	r := &spawned{cmd: cmd, specW: pipes.specW, evR: pipes.evR, ctlW: pipes.ctlW, hand: hand}
+	if hand != nil {
+		go r.readReady()
+	}
+	return r, nil
 }
 
 // rearm hands a runner that has served an execution the pipes of the next.
@@ -339,7 +357,7 @@ func (p *Pool) Stats() PrestartStats {
 	defer p.mu.Unlock()
 	st := p.stats
 	for _, r := range p.idle {
-		if r.shape != "" && r.gen == p.gen {
+		if r.gen == p.gen && r.prestarted() {
 			st.Ready++
 		}
 	}
@@ -418,14 +436,20 @@ func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 		if key != "" {
 			pick = -1
 			for i := len(p.idle) - 1; i >= 0 && pick < 0; i-- {
-				if p.idle[i].shape == key && p.idle[i].gen == gen {
+				if p.idle[i].shape == key && p.idle[i].gen == gen && p.idle[i].prestarted() {
 					pick = i
 				}
 			}
+			// None ready: a runner holding none starts the run's sandbox
+			// at once (one whose sandbox is still starting would make the
+			// run wait for it), else a new runner does.
 			for i := len(p.idle) - 1; i >= 0 && pick < 0; i-- {
 				if p.idle[i].shape == "" {
 					pick = i
 				}
+			}
+			if pick < 0 && len(p.idle)+p.soon < maxIdleRunners {
+				break
 			}
 			if pick < 0 {
 				pick = len(p.idle) - 1

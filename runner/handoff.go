@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -24,7 +25,12 @@ import (
 //	  | -------------------------------------------> | the next execution on those
 //	  | <------------------------------------------- | ... terminal event, then EOF on its events pipe
 //	  |  socket EOF                                   | exits
+//
+// A runner asked to start the next run's sandbox (Spec.Prestart) says on
+// the same socket when it is ready: "R<n>\n" after its n-th execution.
 const (
+	prestartReady = 'R'
+
 	argHandoffPrefix = "handoff-fd="
 	// maxRunsPerRunner bounds what one runner process serves before the
 	// pool lets it go (whatever a run left behind goes with it).
@@ -41,6 +47,21 @@ func handoffFD(args []string) int {
 		}
 	}
 	return -1
+}
+
+// readReady follows what a runner says on its hand-off socket: each
+// sandbox it started for its next run, ready, by the number of the run
+// after which it was started.
+func (r *spawned) readReady() {
+	sc := bufio.NewScanner(r.hand)
+	for sc.Scan() {
+		line := sc.Text()
+		if len(line) > 1 && line[0] == prestartReady {
+			if n, err := strconv.Atoi(line[1:]); err == nil {
+				r.readyAfter.Store(int64(n))
+			}
+		}
+	}
 }
 
 // sendRun hands a runner the child ends of one execution's pipes.

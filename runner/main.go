@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Dispatch runs the hidden mode named by os.Args[1] ("__runner",
@@ -130,7 +132,15 @@ func runnerMain(opts Options) int {
 		CloexecFrom(3)
 		if spec.Prestart {
 			next = make(chan *prestarted, 1)
-			go func(spec Spec) { next <- startPrestarted(spec, opts) }(spec)
+			go func(spec Spec, served int) {
+				t := startPrestarted(spec, opts)
+				next <- t
+				// The pool hands the next run of this shape to a runner
+				// whose sandbox is ready (see Pool.Start).
+				if t.ready() {
+					_, _ = unix.Write(hand, []byte(fmt.Sprintf("%c%d\n", prestartReady, served)))
+				}
+			}(spec, served)
 		}
 		var err error
 		if specF, evF, ctlF, err = receiveRun(hand); err != nil {

@@ -79,6 +79,9 @@ func startPrestarted(spec Spec, opts Options) *prestarted {
 	return t
 }
 
+// ready reports whether the sandbox started and waits for its run.
+func (t *prestarted) ready() bool { return t != nil && t.sb != nil }
+
 // discard ends a pre-started sandbox no run claimed.
 func (t *prestarted) discard() {
 	if t == nil || t.sb == nil {

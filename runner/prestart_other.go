@@ -14,6 +14,8 @@ func startPrestarted(Spec, Options) *prestarted { return nil }
 
 func (t *prestarted) discard() {}
 
+func (t *prestarted) ready() bool { return false }
+
 // claim: nothing is pre-started here; every run starts its own sandbox.
 func claim(context.Context, *Run, *Plan, *initConfig, [3]*os.File, Options) (sandboxProc, error) {
 	return nil, nil

@@ -472,6 +472,7 @@ func (sb *startedSandbox) check(ctx context.Context) error {
 	case m.T != initMsgUnchanged:
 		return fmt.Errorf("unexpected message %q from the sandbox", m.T)
 	}
+
 	return nil
 }
 
