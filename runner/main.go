@@ -121,6 +121,7 @@ func runnerMain(opts Options) int {
 	for served := 1; ; served++ {
 		if next != nil {
 			opts.prestarted = <-next
+			opts.prestarted.begin()
 			next = nil
 		}
 		spec := serveOne(specF, evF, ctlF, opts, stageErr)
@@ -133,7 +134,7 @@ func runnerMain(opts Options) int {
 		if spec.Prestart {
 			next = make(chan *prestarted, 1)
 			go func(spec Spec, served int) {
-				t := startPrestarted(spec, opts)
+				t := startPrestartedQuietly(spec, opts)
 				next <- t
 				// The pool hands the next run of this shape to a runner
 				// whose sandbox is ready (see Pool.Start).

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -79,8 +80,69 @@ func startPrestarted(spec Spec, opts Options) *prestarted {
 	return t
 }
 
+// begin starts the claim's check at once (a run is there for the sandbox):
+// the stage looks at the sandbox while the runner plans the run.
+func (t *prestarted) begin() {
+	if t.ready() {
+		if err := t.sb.unnice(); err != nil {
+			t.err = err
+			t.discard()
+			return
+		}
+		t.sb.beginCheck()
+	}
+}
+
 // ready reports whether the sandbox started and waits for its run.
 func (t *prestarted) ready() bool { return t != nil && t.sb != nil }
+
+// prestartNice is the nice value a root runner starts sandboxes ahead of
+// their runs at: their start takes the CPU that running work leaves, and
+// the claim puts them back at 0 before anything of the run happens
+// (unprivileged, a process can raise its nice value but never lower it
+// again, so an unprivileged runner starts them at 0).
+const prestartNice = 19
+
+// startPrestartedQuietly is startPrestarted at prestartNice when the runner
+// is root: from a thread of its own at that nice value (bwrap is forked from
+// it and inherits it, and so its sandbox), which then gets 0 back. The
+// thread must live on: bwrap's parent-death signal is tied to it.
+func startPrestartedQuietly(spec Spec, opts Options) *prestarted {
+	if os.Geteuid() != 0 {
+		return startPrestarted(spec, opts)
+	}
+	runtime.LockOSThread()
+	niced := unix.Setpriority(unix.PRIO_PROCESS, 0, prestartNice) == nil
+	t := startPrestarted(spec, opts)
+	if niced && unix.Setpriority(unix.PRIO_PROCESS, 0, 0) != nil {
+		// Not back at 0: the thread goes, and its children with it.
+		t.discard()
+		return &prestarted{err: errors.New("cannot give the runner's thread its priority back")}
+	}
+	runtime.UnlockOSThread()
+	if t.ready() {
+		t.sb.niced = niced
+	}
+	return t
+}
+
+// unnice puts a pre-started sandbox's processes (bwrap's PID 1 and the exec
+// stage, which becomes the command) back at nice 0.
+func (sb *startedSandbox) unnice() error {
+	if !sb.niced {
+		return nil
+	}
+	sb.niced = false
+	for _, pid := range []int{sb.p.pid1, sb.stage} {
+		if pid <= 0 {
+			return errors.New("the sandbox's processes are not known")
+		}
+		if err := unix.Setpriority(unix.PRIO_PROCESS, pid, 0); err != nil {
+			return fmt.Errorf("cannot give the sandbox its priority back: %v", err)
+		}
+	}
+	return nil
+}
 
 // discard ends a pre-started sandbox no run claimed.
 func (t *prestarted) discard() {
@@ -131,6 +193,11 @@ func claim(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*o
 	r.prestart = out
 	if t.err != nil {
 		out.Result, out.Reason = PrestartFailed, t.err.Error()
+		return nil, nil
+	}
+	if err := t.sb.unnice(); err != nil {
+		out.Result, out.Reason = PrestartFailed, err.Error()
+		t.discard()
 		return nil, nil
 	}
 	shape, err := sandboxShape(r, plan, cfg)

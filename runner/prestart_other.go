@@ -16,6 +16,8 @@ func (t *prestarted) discard() {}
 
 func (t *prestarted) ready() bool { return false }
 
+func (t *prestarted) begin() {}
+
 // claim: nothing is pre-started here; every run starts its own sandbox.
 func claim(context.Context, *Run, *Plan, *initConfig, [3]*os.File, Options) (sandboxProc, error) {
 	return nil, nil

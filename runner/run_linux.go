@@ -94,6 +94,9 @@ type startedSandbox struct {
 	uid        int             // the sandbox's host uid (-1: the runner's own)
 	noAS       bool            // the cgroup bounds memory: no RLIMIT_AS
 	gone       chan struct{}   // closed when bwrap exited before go
+	stage      int             // the exec stage's host pid (a pre-started sandbox's; 0: unknown)
+	checked    chan error      // the answer to the claim's check (beginCheck)
+	niced      bool            // started at prestartNice, not yet back at 0
 }
 
 // startSandbox builds r's sandbox up to the point where it waits for the
@@ -406,6 +409,11 @@ func startSandbox(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, opts
 		}
 	}
 	tr("ns-checked")
+	if cfg.Prestarted {
+		if kids := children(p.pid1); len(kids) == 1 {
+			sb.stage = kids[0]
+		}
+	}
 	// No deadline while a pre-started sandbox waits; bwrap's end (killed,
 	// or the stage gone) shows as sb.gone.
 	conn.setDeadline(time.Time{})
@@ -445,18 +453,37 @@ func (sb *startedSandbox) abort(e *Error) {
 	p.cgroup.remove()
 }
 
-// check asks a pre-started sandbox's exec stage whether the sandbox is
-// still the one it verified (see sandboxState); an error says what changed
-// or that it is gone.
+// beginCheck asks a pre-started sandbox's exec stage whether the sandbox
+// is still the one it verified (see sandboxState), as soon as a run is
+// there to claim it: the stage looks while the runner plans the run;
+// check has the answer.
+func (sb *startedSandbox) beginCheck() {
+	if sb.checked != nil {
+		return
+	}
+	sb.checked = make(chan error, 1)
+	go func() { sb.checked <- sb.askCheck() }()
+}
+
+// check is beginCheck's answer: an error says what changed or that the
+// sandbox is gone.
 func (sb *startedSandbox) check(ctx context.Context) error {
+	sb.beginCheck()
+	select {
+	case err := <-sb.checked:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (sb *startedSandbox) askCheck() error {
 	select {
 	case <-sb.gone:
 		return errors.New("the sandbox ended while it waited")
 	default:
 	}
 	sb.conn.setDeadline(time.Now().Add(startupTimeout))
-	stop := context.AfterFunc(ctx, func() { sb.conn.setDeadline(time.Now()) })
-	defer stop()
 	if err := sb.conn.send(initMsg{T: initMsgCheck}); err != nil {
 		return fmt.Errorf("the sandbox went away while it waited: %v", err)
 	}
