@@ -461,8 +461,41 @@ func sweepStale(parent string) {
 		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < time.Minute {
 			continue
 		}
+		// A live runner's cgroup may be empty and old: a sandbox started
+		// ahead of its run (prestart.go) joins it only at the claim. The
+		// runner removes its own; only a gone runner's are stale.
+		if pid := cgroupRunner(e.Name()); pid > 0 && processAlive(pid) {
+			continue
+		}
 		_ = os.Remove(filepath.Join(parent, e.Name())) // EBUSY while in use
 	}
+}
+
+// cgroupRunner is the pid of the runner that made the cgroup called name
+// ("srt-mcp-<id>-<pid>-<seq>", see prepareCgroup); 0 if it names none.
+func cgroupRunner(name string) int {
+	f := strings.Split(name, "-")
+	if len(f) < 3 {
+		return 0
+	}
+	pid, err := strconv.Atoi(f[len(f)-2])
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+// present reports whether every directory of the cgroup still exists.
+func (c *sandboxCgroup) present() bool {
+	if c == nil {
+		return true
+	}
+	for _, d := range c.dirs {
+		if _, err := os.Stat(d); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // children lists the host pids of pid's children (the sandbox's exec stage

@@ -206,6 +206,11 @@ func claim(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*o
 		t.discard()
 		return nil, nil
 	}
+	if !t.sb.p.cgroup.present() {
+		out.Result, out.Reason = PrestartChanged, "its cgroup was removed while it waited"
+		t.discard()
+		return nil, nil
+	}
 	// Each bind mount's source is still the object mounted: a path
 	// replaced since (renamed away, swapped for another directory) would
 	// be mounted anew by a sandbox started now.

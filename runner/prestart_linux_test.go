@@ -325,3 +325,59 @@ func TestMissingMountPoint(t *testing.T) {
 		t.Fatalf("a moved mask was not found: %v", err)
 	}
 }
+
+// TestPrestartedCgroupOutlivesTheSweep: a sandbox waiting for its run
+// longer than a minute has empty cgroups (its stage joins them at the
+// claim); the sweep of stale cgroups must leave a live runner's alone, and
+// a waiting sandbox whose cgroups went anyway is discarded, not run
+// without its limits. (Found by the bench: after a minute every claim
+// failed with limit_unenforceable.)
+func TestPrestartedCgroupOutlivesTheSweep(t *testing.T) {
+	if CgroupMode() == "" {
+		t.Skip("needs root and a writable cgroup hierarchy")
+	}
+	p := prestartPool(t)
+	spec := testSpec(t)
+	runIn(t, p, spec, "/bin/true")
+	waitReady(t, p)
+	waitingStage(t, p)
+	waiting := func() []string {
+		var out []string
+		for _, parent := range cgroupParents() {
+			m, _ := filepath.Glob(filepath.Join(parent, "srt-mcp-prestart-*"))
+			out = append(out, m...)
+		}
+		return out
+	}
+	dirs := waiting()
+	if len(dirs) == 0 {
+		t.Fatal("the waiting sandbox has no cgroup")
+	}
+	old := time.Now().Add(-2 * time.Minute)
+	for _, d := range dirs {
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, parent := range cgroupParents() {
+		sweepStale(parent)
+	}
+	before := p.Stats()
+	runIn(t, p, spec, "/bin/true")
+	if got := p.Stats(); got.Claimed != before.Claimed+1 {
+		t.Fatalf("the sweep took the waiting sandbox's cgroups: %+v", got)
+	}
+	// Gone anyway (by hand): the claim finds it and the run starts its own.
+	waitReady(t, p)
+	waitingStage(t, p)
+	for _, d := range waiting() {
+		if err := os.Remove(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before = p.Stats()
+	runIn(t, p, spec, "/bin/true")
+	if got := p.Stats(); got.Claimed != before.Claimed || got.Changed != before.Changed+1 {
+		t.Fatalf("a waiting sandbox without its cgroups was not discarded: %+v", got)
+	}
+}
