@@ -85,11 +85,18 @@ func (s *suite) cold() error {
 		return errNoBwrap
 	}
 	py := s.Python
-	b, err := startServer(s.Binary, "--max-concurrent", strconv.Itoa(clients))
+	// The same server with and without sandboxes started ahead of their
+	// calls (--sandbox-pool 0 is how every run started before them).
+	b, err := startServer(s.Binary, "--max-concurrent", strconv.Itoa(clients), "--rate-limit", "100000")
 	if err != nil {
 		return fail(err.Error())
 	}
 	defer b.stop()
+	cold, err := startServer(s.Binary, "--max-concurrent", strconv.Itoa(clients), "--rate-limit", "100000", "--sandbox-pool", "0")
+	if err != nil {
+		return fail(err.Error())
+	}
+	defer cold.stop()
 	bwrapLoops := func() float64 {
 		var n atomic.Int64
 		deadline := time.Now().Add(time.Duration(secs) * time.Second)
@@ -109,36 +116,43 @@ func (s *suite) cold() error {
 		wg.Wait()
 		return float64(n.Load()) / float64(secs)
 	}
-	mcpClients := func() (float64, error) {
-		r, err := runLoadClients(dir, "--url", b.url, "--clients", strconv.Itoa(clients),
+	mcpClients := func(srv *server) (loadReport, error) {
+		r, err := runLoadClients(dir, "--url", srv.url, "--clients", strconv.Itoa(clients),
 			"--seconds", strconv.Itoa(secs), "--command", py+" -c 'print(1)'")
 		if err != nil {
-			return 0, err
+			return r, err
 		}
 		if r.Calls == 0 {
-			return 0, fmt.Errorf("the load clients made no call in %d s", secs)
+			return r, fmt.Errorf("the load clients made no call in %d s", secs)
 		}
 		if r.Errors > 0 {
-			return 0, fmt.Errorf("%d errors: %v", r.Errors, r.Samples)
+			return r, fmt.Errorf("%d errors: %v", r.Errors, r.Samples)
 		}
-		return r.Throughput, nil
+		return r, nil
 	}
-	var bw, mc []float64
+	var bw, mc, mcP99, off, offP99 []float64
 	for round := 0; round < 2; round++ {
 		bw = append(bw, bwrapLoops())
-		t, err := mcpClients()
+		r, err := mcpClients(b)
 		if err != nil {
 			return fail(err.Error())
 		}
-		mc = append(mc, t)
+		mc, mcP99 = append(mc, r.Throughput), append(mcP99, r.P99MS)
+		if r, err = mcpClients(cold); err != nil {
+			return fail(err.Error())
+		}
+		off, offP99 = append(off, r.Throughput), append(offP99, r.P99MS)
 	}
-	mb, mm := median(bw), median(mc)
-	s.printf("%-52s %12s\n", "cold runs/s, 10 concurrent, python3 -c 'print(1)'", "runs/s")
+	mb, mm, mo := median(bw), median(mc), median(off)
+	s.printf("%-52s %12s %10s\n", "cold runs, 10 concurrent, python3 -c 'print(1)'", "runs/s", "p99")
 	s.printf("%-52s %12.1f\n", "minimal bwrap loops", mb)
-	s.printf("%-52s %12.1f\n", "execute_code, MCP TypeScript SDK clients", mm)
-	s.printf("\nratio %.2fx (goal >= 0.8x); %d s each, alternated twice\n", mm/mb, secs)
+	s.printf("%-52s %12.1f %8.1fms\n", "execute_code, MCP TypeScript SDK clients", mm, median(mcP99))
+	s.printf("%-52s %12.1f %8.1fms\n", "  the same, --sandbox-pool 0 (no pre-started sandboxes)", mo, median(offP99))
+	s.printf("\nratio %.2fx (goal >= 0.8x), without the pool %.2fx; %d s each, alternated twice\n", mm/mb, mo/mb, secs)
 	s.add(Row{Path: "cold throughput: 10 TS SDK clients execute_code vs 10 bwrap loops", Now: fmt.Sprintf("%.1f runs/s", mm),
 		Anchor: fmt.Sprintf("%.1f runs/s", mb), Ratio: fmt.Sprintf("%.2fx", mm/mb), Goal: ">= 0.8x", Met: mm/mb >= 0.8})
+	s.add(Row{Path: "cold p99: 10 TS SDK clients, pool vs --sandbox-pool 0", Now: fmt.Sprintf("%.1f ms", median(mcP99)),
+		Anchor: fmt.Sprintf("%.1f ms", median(offP99)), Ratio: fmt.Sprintf("%.2fx", median(mcP99)/median(offP99)), Goal: "< 1x", Met: median(mcP99) < median(offP99)})
 	return nil
 }
 

@@ -3,9 +3,11 @@ package bench
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -217,16 +219,16 @@ func TestLoadRowGoal(t *testing.T) {
 		r   loadReport
 		met bool
 	}{
-		{loadReport{Clients: 50, Seconds: 60, P99MS: 149, Throughput: 600}, true},
-		{loadReport{Clients: 50, Seconds: 60, P99MS: 150, Throughput: 900}, false},
-		{loadReport{Clients: 50, Seconds: 60, P99MS: 20, Throughput: 599}, false},
-		{loadReport{Clients: 50, Seconds: 60, P99MS: 20, Throughput: 900, Errors: 1}, false},
+		{loadReport{Clients: 50, Seconds: 60, P99MS: 149, Throughput: 800, ClientCPUS: 42}, true},
+		{loadReport{Clients: 50, Seconds: 60, P99MS: 150, Throughput: 900, ClientCPUS: 42}, false},
+		{loadReport{Clients: 50, Seconds: 60, P99MS: 20, Throughput: 799, ClientCPUS: 42}, false},
+		{loadReport{Clients: 50, Seconds: 60, P99MS: 20, Throughput: 900, Errors: 1, ClientCPUS: 42}, false},
 	} {
 		row := loadRow(tc.r)
 		if row.Met != tc.met {
 			t.Errorf("%+v: met %v, want %v", tc.r, row.Met, tc.met)
 		}
-		if row.Path != "50 TS SDK clients, warm cells, 60 s: p99 and calls/s" {
+		if want := fmt.Sprintf("50 TS SDK clients, warm cells, 60 s: p99, calls/s (clients' CPU %.0f%%)", 100*42/60/float64(runtime.NumCPU())); row.Path != want {
 			t.Errorf("path %q", row.Path)
 		}
 	}

@@ -285,6 +285,10 @@ type Pool struct {
 	closed  bool
 	gen     uint64 // Drain calls: a runner from before one keeps no sandbox
 	stats   PrestartStats
+	cpu     cpuGauge
+	// busyLimit is prestartBusyLimit (tests that need sandboxes started
+	// ahead whatever else runs raise it).
+	busyLimit float64
 }
 
 // PrestartStats counts how the pool's executions got their sandboxes.
@@ -317,7 +321,7 @@ const (
 // stage that is not "" is the binary their sandboxes run inside
 // (cmd/srt-mcp-stage); "" means the runner's own.
 func NewPool(binary, stage string, size int) *Pool {
-	p := &Pool{binary: binary, stage: stage, size: size}
+	p := &Pool{binary: binary, stage: stage, size: size, busyLimit: prestartBusyLimit}
 	p.refill()
 	return p
 }
@@ -415,13 +419,17 @@ func prestartKey(spec Spec) string {
 // them.
 func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 	p.mu.Lock()
+	prestart, gen := p.prestart, p.gen
+	p.mu.Unlock()
 	key := ""
-	if p.prestart {
+	if prestart {
 		key = prestartKey(spec)
 	}
-	gen := p.gen
-	p.mu.Unlock()
-	spec.Prestart = key != ""
+	// Within a CPU budget: on a busy machine the run's runner starts no
+	// sandbox after it (see prestartBusyLimit), but a waiting one of the
+	// run's shape is still used.
+	ahead := key != "" && p.cpu.Busy() < p.busyLimit
+	spec.Prestart = ahead
 	body, err := specBody(spec)
 	if err != nil {
 		return nil, err
@@ -481,6 +489,9 @@ func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 		}
 	}
 	r.shape, r.gen = key, gen
+	if !ahead {
+		r.shape = ""
+	}
 	h := r.run(body, sink, p)
 	t := time.AfterFunc(returnSoon, h.notSoon)
 	h.mu.Lock()

@@ -19,6 +19,7 @@ func prestartPool(t *testing.T) *Pool {
 	requireBwrap(t)
 	p := NewPool("", "", 1)
 	p.Prestart(1)
+	p.busyLimit = 2 // whatever else runs on the machine meanwhile
 	t.Cleanup(p.Close)
 	return p
 }
@@ -324,6 +325,48 @@ func TestMissingMountPoint(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "/srv/proj/private is not the mount point") {
 		t.Fatalf("a moved mask was not found: %v", err)
 	}
+}
+
+// TestPrestartedNotOnABusyMachine: on a machine busier than the budget
+// no sandbox is started ahead of a run (a waiting one is still used).
+func TestPrestartedNotOnABusyMachine(t *testing.T) {
+	p := prestartPool(t)
+	spec := testSpec(t)
+	runIn(t, p, spec, "/bin/true")
+	waitReady(t, p)
+	p.mu.Lock()
+	p.busyLimit = -1 // every machine is busier than that
+	p.mu.Unlock()
+	before := p.Stats()
+	runIn(t, p, spec, "/bin/true")
+	if got := p.Stats(); got.Claimed != before.Claimed+1 {
+		t.Fatalf("the waiting sandbox was not used: %+v", got)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if got := p.Stats(); got.Ready != 0 || stageUnderPool(p) != 0 {
+		t.Fatalf("a sandbox was started ahead on a busy machine: %+v", got)
+	}
+	runIn(t, p, spec, "/bin/true")
+	if got := p.Stats(); got.Claimed != before.Claimed+1 || got.Cold != before.Cold+1 {
+		t.Fatalf("the run after should start its own: %+v", got)
+	}
+}
+
+// stageUnderPool is the pid of an exec stage under any of p's idle
+// runners, 0 if none.
+func stageUnderPool(p *Pool) int {
+	p.mu.Lock()
+	var runners []int
+	for _, r := range p.idle {
+		runners = append(runners, r.cmd.Process.Pid)
+	}
+	p.mu.Unlock()
+	for _, r := range runners {
+		if pid := stageUnder(r); pid > 0 {
+			return pid
+		}
+	}
+	return 0
 }
 
 // TestPrestartedCgroupOutlivesTheSweep: a sandbox waiting for its run

@@ -87,6 +87,8 @@ async function main() {
     clients, seconds: took, calls, errors: errors.length, error_samples: errors.slice(0, 10),
     p50_ms: pct(sorted, 50), p90_ms: pct(sorted, 90), p99_ms: pct(sorted, 99), max_ms: sorted[sorted.length - 1] || 0,
     throughput_per_s: calls / took,
+    // The CPU the clients themselves used (this Node.js process), seconds.
+    client_cpu_s: (process.cpuUsage().user + process.cpuUsage().system) / 1e6,
   }));
   process.exit(errors.length ? 1 : 0);
 }
