@@ -24,6 +24,10 @@ import (
 	"time"
 )
 
+// prestartFlags make a server start sandboxes ahead whatever else runs on
+// the machine (the suite's other tests make it busy).
+var prestartFlags = []string{"--sandbox-pool-cpu", "100"}
+
 // prestartStats reads /healthz's sandbox_pool.
 func prestartStats(t *testing.T, s *mcpServer) map[string]any {
 	t.Helper()
@@ -138,7 +142,7 @@ func primed(t *testing.T, s *mcpServer, run func(args map[string]any) map[string
 
 func TestHostilePrestartFilePlantedInWaitingSandbox(t *testing.T) {
 	parallel(t)
-	s := startServe(t)
+	s := startServe(t, prestartFlags...)
 	c := sessionClient(t, s.url, "", false)
 	run := func(args map[string]any) map[string]any {
 		v, isErr := callTool(t, c, "execute_code", args)
@@ -170,7 +174,7 @@ func TestHostilePrestartProcessJoinsWaitingSandbox(t *testing.T) {
 		// CAP_SYS_ADMIN on the host, which only root has.
 		t.Skip("joining a sandbox's namespaces takes root")
 	}
-	s := startServe(t)
+	s := startServe(t, prestartFlags...)
 	c := sessionClient(t, s.url, "", false)
 	run := func(args map[string]any) map[string]any {
 		v, isErr := callTool(t, c, "execute_code", args)
@@ -215,7 +219,7 @@ func TestHostilePrestartPathCreatedSince(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := startServe(t, "--allow-write", shared)
+	s := startServe(t, append([]string{"--allow-write", shared}, prestartFlags...)...)
 	c := sessionClient(t, s.url, "", false)
 	run := func(args map[string]any) map[string]any {
 		v, isErr := callTool(t, c, "execute_code", args)
@@ -261,7 +265,7 @@ func TestHostilePrestartMaskRenamedAway(t *testing.T) {
 			}
 		}
 	}
-	s := startServe(t, "--allow-read", proj)
+	s := startServe(t, append([]string{"--allow-read", proj}, prestartFlags...)...)
 	c := sessionClient(t, s.url, "", false)
 	run := func(args map[string]any) map[string]any {
 		v, isErr := callTool(t, c, "execute_code", args)
@@ -286,5 +290,47 @@ func TestHostilePrestartMaskRenamedAway(t *testing.T) {
 	})
 	if strings.Contains(out, "s3cret") {
 		t.Fatalf("a call read under a denied directory through a waiting sandbox whose mask was renamed away: %q", out)
+	}
+}
+
+// A settings reload drains the sandboxes started ahead under the old
+// ceiling (rule 13), even one whose shape the new ceiling leaves alone (a
+// call without network gets the same sandbox whatever domains the
+// operator allows): none serves a call after the reload.
+func TestHostilePrestartDrainedBySettingsReload(t *testing.T) {
+	parallel(t)
+	dir := reachableTempDir(t)
+	path := filepath.Join(dir, "srt-mcp.json")
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(path+".tmp", []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"allow-domain": ["a.example.com"]}`)
+	s := startServe(t, append([]string{"--config", path}, prestartFlags...)...)
+	c := sessionClient(t, s.url, "", false)
+	run := func(args map[string]any) map[string]any {
+		v, isErr := callTool(t, c, "execute_code", args)
+		if isErr {
+			t.Fatalf("execute_code %v: %v", args, v)
+		}
+		return v
+	}
+	primed(t, s, run, map[string]any{"command": "true"})
+	waitingStages(t, s)
+	write(`{"allow-domain": ["b.example.com"]}`)
+	for deadline := time.Now().Add(15 * time.Second); statOf(prestartStats(t, s), "ready") > 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the reload did not drain the waiting sandboxes: %v", prestartStats(t, s))
+		}
+	}
+	before := statOf(prestartStats(t, s), "claimed")
+	run(map[string]any{"command": "true"})
+	if got := statOf(prestartStats(t, s), "claimed"); got != before {
+		t.Fatalf("a call after the reload claimed a sandbox started before it: %v", prestartStats(t, s))
 	}
 }

@@ -340,6 +340,18 @@ func (p *Pool) Prestart(sandboxes int) {
 	p.refill()
 }
 
+// PrestartBusyLimit sets the CPU budget of sandboxes started ahead: none
+// is started after a run when the machine was busier than percent (of all
+// its CPUs) since the pool's last look; 100 or more: always.
+func (p *Pool) PrestartBusyLimit(percent float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.busyLimit = percent / 100
+	if percent >= 100 {
+		p.busyLimit = 2
+	}
+}
+
 // Drain lets go of every pre-started sandbox (the operator's ceiling
 // changed: they were made under the old one): idle runners are ended, and
 // those serving an execution are when it ends.
@@ -419,7 +431,7 @@ func prestartKey(spec Spec) string {
 // them.
 func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 	p.mu.Lock()
-	prestart, gen := p.prestart, p.gen
+	prestart, gen, busyLimit := p.prestart, p.gen, p.busyLimit
 	p.mu.Unlock()
 	key := ""
 	if prestart {
@@ -428,7 +440,7 @@ func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 	// Within a CPU budget: on a busy machine the run's runner starts no
 	// sandbox after it (see prestartBusyLimit), but a waiting one of the
 	// run's shape is still used.
-	ahead := key != "" && p.cpu.Busy() < p.busyLimit
+	ahead := key != "" && p.cpu.Busy() < busyLimit
 	spec.Prestart = ahead
 	body, err := specBody(spec)
 	if err != nil {

@@ -77,6 +77,9 @@ type Options struct {
 	// SandboxPool is how many sandboxes are kept started ahead of their
 	// calls while idle (--sandbox-pool; 0: none, each run starts its own).
 	SandboxPool int
+	// SandboxPoolCPU is the machine's CPU use (percent) above which no
+	// sandbox is started ahead (--sandbox-pool-cpu; 100: always).
+	SandboxPoolCPU float64
 	// SandboxUser is the host user a root server's sandboxes run as
 	// (--sandbox-user); nil: the runner's default.
 	SandboxUser *runner.SandboxUser
@@ -270,6 +273,9 @@ func Run(ctx context.Context, o Options) error {
 	// And sandboxes started ahead of their calls: each runner starts one
 	// for the next run of the shape it just ran (see runner/prestart.go).
 	pool.Prestart(o.SandboxPool)
+	if o.SandboxPoolCPU > 0 {
+		pool.PrestartBusyLimit(o.SandboxPoolCPU)
+	}
 	mgr := executions.NewManager(executions.Config{
 		MaxConcurrent:    o.MaxConcurrent,
 		MaxPerOwner:      o.MaxPerSession,

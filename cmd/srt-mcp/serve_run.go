@@ -198,6 +198,7 @@ func serveOptions(c *cli.Context) (server.Options, error) {
 		StageBinary:    os.Getenv(stageBinaryEnv),
 		RunnerPool:     c.Int("runner-pool"),
 		SandboxPool:    c.Int("sandbox-pool"),
+		SandboxPoolCPU: c.Float64("sandbox-pool-cpu"),
 		SandboxUser:    user,
 		Backend:        backendName,
 		Docker:         docker,
