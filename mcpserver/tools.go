@@ -123,12 +123,14 @@ func (s *Server) handleExecute(async bool) server.ToolHandlerFunc {
 		if a.SandboxConfig != nil {
 			ca.Network, ca.Filesystem, ca.Credentials = a.SandboxConfig.Network, a.SandboxConfig.Filesystem, a.SandboxConfig.Credentials
 		}
-		if _, err := s.svc.CommandSpec(ca); err != nil { // before a session is made for it
-			return toolErr(err), nil
-		}
 		c := callerOf(ctx)
 		var ws *service.Workspace
 		if a.SessionID != "" {
+			// Checked before a session is made for it (Start checks it
+			// again, as it does for a call without one).
+			if _, err := s.svc.CommandSpec(ca); err != nil {
+				return toolErr(err), nil
+			}
 			var err error
 			if ws, _, err = s.svc.OpenWorkspace(c, a.SessionID); err != nil {
 				return toolErr(err), nil
