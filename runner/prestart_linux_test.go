@@ -325,3 +325,74 @@ func TestMissingMountPoint(t *testing.T) {
 		t.Fatalf("a moved mask was not found: %v", err)
 	}
 }
+
+// TestPrestartedCgroupSurvivesSweep: on cgroup v1 a waiting sandbox's
+// cgroups are empty until go (the exec stage moves itself in), so another
+// runner's sweep of stale cgroups (one preparation in 16, of any run) took
+// those of a sandbox that had waited a minute, and the run that claimed it
+// failed with limit_unenforceable instead of running.
+func TestPrestartedCgroupSurvivesSweep(t *testing.T) {
+	if CgroupMode() == "" {
+		t.Skip("needs root and a writable cgroup hierarchy")
+	}
+	p := prestartPool(t)
+	spec := testSpec(t)
+	runIn(t, p, spec, "/bin/true")
+	waitReady(t, p)
+	p.mu.Lock()
+	runner := p.idle[len(p.idle)-1].cmd.Process.Pid
+	p.mu.Unlock()
+	// The waiting sandbox's cgroups, aged past the sweep's minute.
+	old := time.Now().Add(-2 * time.Minute)
+	aged := 0
+	for _, parent := range cgroupParents() {
+		ms, _ := filepath.Glob(filepath.Join(parent, fmt.Sprintf("srt-mcp-prestart-*-%d-*", runner)))
+		for _, m := range ms {
+			if err := os.Chtimes(m, old, old); err != nil {
+				t.Fatal(err)
+			}
+			aged++
+		}
+	}
+	if aged == 0 {
+		t.Fatalf("no cgroup of runner %d's waiting sandbox", runner)
+	}
+	for _, parent := range cgroupParents() {
+		sweepStale(parent)
+	}
+	before := p.Stats()
+	if out := runIn(t, p, spec, "/bin/echo", "ran"); out != "ran\n" {
+		t.Fatalf("%q", out)
+	}
+	if got := p.Stats(); got.Claimed != before.Claimed+1 {
+		t.Fatalf("the run did not claim the waiting sandbox: %+v", got)
+	}
+}
+
+// TestSweepKeepsLiveRunnersCgroups: the sweep removes the empty cgroups of
+// runners that are gone, and only those.
+func TestSweepKeepsLiveRunnersCgroups(t *testing.T) {
+	parent := t.TempDir()
+	dead := exec.Command("/bin/true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(parent, fmt.Sprintf("srt-mcp-run-1-%d-3", dead.Process.Pid))
+	live := filepath.Join(parent, fmt.Sprintf("srt-mcp-prestart-ab12-%d-4", os.Getpid()))
+	old := time.Now().Add(-2 * time.Minute)
+	for _, d := range []string{gone, live} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepStale(parent)
+	if _, err := os.Stat(gone); err == nil {
+		t.Fatal("the cgroup of a runner that is gone was kept")
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("the cgroup of a live runner was swept: %v", err)
+	}
+}
