@@ -150,6 +150,17 @@ func claim(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*o
 			return nil, nil
 		}
 	}
+	// As root the sources were opened by the runner: a sandbox started now
+	// would be refused a source its user can no longer reach by path (an
+	// owner who took search permission off a directory above it revoked
+	// that access), or would mount it another way (idmapped).
+	if u, ok := r.sandboxIdentity(); ok {
+		if e := checkAccessAs(u, plan, r.spec.Mounts, nil); e != nil {
+			out.Result, out.Reason = PrestartChanged, "the sandbox user's access changed since the sandbox started"
+			t.discard()
+			return nil, nil
+		}
+	}
 	if err := t.sb.check(ctx); err != nil {
 		out.Result, out.Reason = PrestartChanged, err.Error()
 		t.discard()

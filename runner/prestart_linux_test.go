@@ -396,3 +396,43 @@ func TestSweepKeepsLiveRunnersCgroups(t *testing.T) {
 		t.Fatalf("the cgroup of a live runner was swept: %v", err)
 	}
 }
+
+// TestPrestartedAccessRevoked: as root, a sandbox's sources are opened by
+// the runner and mounted by descriptor, and the runner refuses a source its
+// sandbox user cannot reach by path (checkAccessAs). A directory's owner who
+// takes search permission off a directory above it after a sandbox was
+// started ahead of the next run has revoked that access: the run must not
+// read through the sandbox mounted before, but fail as a sandbox started
+// for it does.
+func TestPrestartedAccessRevoked(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("sandboxes change user only when the runner is root")
+	}
+	p := prestartPool(t)
+	parent := filepath.Join(reachableDir(t), "alice")
+	proj := filepath.Join(parent, "proj")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "f"), []byte("alice's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := testSpec(t)
+	spec.Policy.Filesystem.AllowRead = []string{proj}
+	runIn(t, p, spec, "/bin/true")
+	waitReady(t, p)
+	if err := os.Chmod(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var c collector
+	spec.Argv = []string{"/bin/cat", filepath.Join(proj, "f")}
+	h, err := p.Start(spec, c.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Wait()
+	out, _, end := c.check(t)
+	if strings.Contains(out, "alice's") || end.Type != EventError || !strings.Contains(end.Message, "cannot be reached by the sandbox user") {
+		t.Fatalf("a run read a directory its sandbox user can no longer reach, through a sandbox started before: %q %+v (%+v)", out, end, p.Stats())
+	}
+}
