@@ -13,6 +13,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -286,5 +287,66 @@ func TestHostilePrestartMaskRenamedAway(t *testing.T) {
 	})
 	if strings.Contains(out, "s3cret") {
 		t.Fatalf("a call read under a denied directory through a waiting sandbox whose mask was renamed away: %q", out)
+	}
+}
+
+// /healthz answers anyone (no key, any Host, cross-site): it must not say
+// why a tenant's waiting sandbox was discarded, which names the tenant's
+// host paths (a working directory replaced since the sandbox started, a
+// mount's source, lines of its mount table).
+func TestHostilePrestartDiscardReasonNotPublic(t *testing.T) {
+	parallel(t)
+	dir := reachableTempDir(t)
+	keys := filepath.Join(dir, "keys")
+	if err := os.WriteFile(keys, []byte("alice alice-token-0123456789\nbob bob-token-0123456789abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shared := reachableTempDir(t)
+	if os.Geteuid() == 0 {
+		if err := os.Chown(shared, 65532, 65532); err != nil {
+			t.Fatal(err)
+		}
+	}
+	private := filepath.Join(shared, "acme-merger-7731")
+	mkdir := func() {
+		if err := os.Mkdir(private, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if os.Geteuid() == 0 {
+			if err := os.Chown(private, 65532, 65532); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mkdir()
+	s := startServe(t, "--token-file", keys, "--allow-write", shared)
+	alice := sessionClient(t, s.url, "alice-token-0123456789", false)
+	run := func(args map[string]any) map[string]any {
+		v, isErr := callTool(t, alice, "execute_code", args)
+		if isErr {
+			t.Fatalf("execute_code %v: %v", args, v)
+		}
+		return v
+	}
+	args := map[string]any{"command": "true", "working_directory": private}
+	primed(t, s, run, args)
+	waitingStages(t, s)
+	// The working directory is replaced while alice's sandbox waits.
+	if err := os.Rename(private, private+".old"); err != nil {
+		t.Fatal(err)
+	}
+	mkdir()
+	claimDiscarded(t, s, func() string { return stdoutOf(run(args)) })
+	resp, err := http.Get(strings.TrimSuffix(s.url, "/mcp") + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if strings.Contains(string(body), "acme-merger-7731") || strings.Contains(string(body), shared) {
+		t.Fatalf("/healthz tells anyone a tenant's host paths: %s", body)
+	}
+	if !strings.Contains(s.logs.String(), "acme-merger-7731") {
+		t.Fatalf("the operator's log does not say why the sandbox was discarded: %s", s.logs.String())
 	}
 }

@@ -285,6 +285,19 @@ type Pool struct {
 	closed  bool
 	gen     uint64 // Drain calls: a runner from before one keeps no sandbox
 	stats   PrestartStats
+	// onDiscard hears why a pre-started sandbox changed while it waited or
+	// could not start (OnDiscard).
+	onDiscard func(result, reason string)
+}
+
+// OnDiscard calls f with the result (PrestartChanged, PrestartFailed) and
+// the reason of every pre-started sandbox that changed while it waited or
+// could not start: the operator's to read (it names the run's host paths),
+// not for a public endpoint.
+func (p *Pool) OnDiscard(f func(result, reason string)) {
+	p.mu.Lock()
+	p.onDiscard = f
+	p.mu.Unlock()
 }
 
 // PrestartStats counts how the pool's executions got their sandboxes.
@@ -367,11 +380,12 @@ func (p *Pool) Stats() PrestartStats {
 // count records an execution's sandbox (out nil: its runner had none).
 func (p *Pool) count(out *PrestartOutcome) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if out == nil {
 		p.stats.Cold++
+		p.mu.Unlock()
 		return
 	}
+	discarded := false
 	switch out.Result {
 	case PrestartClaimed:
 		p.stats.Claimed++
@@ -379,13 +393,18 @@ func (p *Pool) count(out *PrestartOutcome) {
 		p.stats.Unfit++
 	case PrestartChanged:
 		p.stats.Changed++
-		p.stats.LastDiscard = out.Reason
+		p.stats.LastDiscard, discarded = out.Reason, true
 	default:
 		p.stats.Failed++
-		p.stats.LastDiscard = out.Reason
+		p.stats.LastDiscard, discarded = out.Reason, true
 	}
 	p.stats.Builds++
 	p.stats.BuildSeconds += out.BuildMS / 1000
+	f := p.onDiscard
+	p.mu.Unlock()
+	if discarded && f != nil {
+		f(out.Result, out.Reason)
+	}
 }
 
 // prestartKey is what Start matches an execution with a runner's

@@ -270,6 +270,13 @@ func Run(ctx context.Context, o Options) error {
 	// And sandboxes started ahead of their calls: each runner starts one
 	// for the next run of the shape it just ran (see runner/prestart.go).
 	pool.Prestart(o.SandboxPool)
+	pool.OnDiscard(func(result, reason string) {
+		level := slog.LevelInfo // changed while it waited
+		if result == runner.PrestartFailed {
+			level = slog.LevelDebug // its shape cannot be pre-started
+		}
+		logger.Log(context.Background(), level, "a pre-started sandbox was not used; the run started its own", "result", result, "reason", reason)
+	})
 	mgr := executions.NewManager(executions.Config{
 		MaxConcurrent:    o.MaxConcurrent,
 		MaxPerOwner:      o.MaxPerSession,
