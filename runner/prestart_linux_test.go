@@ -2,9 +2,11 @@ package runner
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -434,5 +436,116 @@ func TestPrestartedAccessRevoked(t *testing.T) {
 	out, _, end := c.check(t)
 	if strings.Contains(out, "alice's") || end.Type != EventError || !strings.Contains(end.Message, "cannot be reached by the sandbox user") {
 		t.Fatalf("a run read a directory its sandbox user can no longer reach, through a sandbox started before: %q %+v (%+v)", out, end, p.Stats())
+	}
+}
+
+// joinScript, run as the sandbox's uid on the host, joins the user
+// namespace bwrap made (the parent of the one its processes are in, which
+// that uid owns: it has every capability there) and from it the waiting
+// sandbox's uts, ipc, net and mount namespaces, and runs a shell command
+// there. Nothing of it joins the sandbox's pid namespace, and it is gone
+// before the claim.
+const joinScript = `import ctypes, fcntl, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+pid = sys.argv[1]
+ns = {n: os.open("/proc/%s/ns/%s" % (pid, n), os.O_RDONLY) for n in ("user", "uts", "ipc", "net", "mnt")}
+for fd, kind in ((fcntl.ioctl(ns["user"], 0xb702), 0x10000000), (ns["uts"], 0x04000000), (ns["ipc"], 0x08000000), (ns["net"], 0x40000000), (ns["mnt"], 0x00020000)):
+    if libc.setns(fd, kind) != 0:
+        sys.exit("setns: " + os.strerror(ctypes.get_errno()))
+os.chdir("/")
+sys.exit(os.waitstatus_to_exitcode(os.system(sys.argv[2])))
+`
+
+// TestPrestartedNamespaceStateIsChecked: what a process of the sandbox's
+// uid on the host can change in a waiting sandbox without a file in its own
+// directories, a mount-table line, a process or a socket to show for it —
+// its host name, SysV IPC objects, a file in its read-only root (remounted
+// and back), its loopback's addresses and state, the exec stage's
+// rlimits, OOM score, nice value and CPUs, a terminal of its devpts — is
+// found at the claim: the
+// sandbox is discarded and the run sees what a fresh one shows.
+func TestPrestartedNamespaceStateIsChecked(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (to act as the sandbox user on the host)")
+	}
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("needs python3 to join the sandbox's namespaces")
+	}
+	asSandboxUser := func(argv ...string) error {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(DefaultSandboxUser.UID), Gid: uint32(DefaultSandboxUser.GID), Groups: []uint32{}}}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%q: %v %s", argv, err, out)
+		}
+		return nil
+	}
+	inside := func(sh string) func(*testing.T, int) error {
+		return func(_ *testing.T, stage int) error {
+			return asSandboxUser(python, "-c", joinScript, strconv.Itoa(stage), sh)
+		}
+	}
+	outside := func(sh string) func(*testing.T, int) error {
+		return func(_ *testing.T, stage int) error {
+			return asSandboxUser("/bin/sh", "-c", strings.ReplaceAll(sh, "STAGE", strconv.Itoa(stage)))
+		}
+	}
+	// A terminal of the sandbox's own devpts, opened from outside and held:
+	// the run would find /dev/pts/0, a line to a process on the host.
+	terminal := func(t *testing.T, stage int) error {
+		hold := exec.Command(python, "-c", "import os, sys, time; os.open('/proc/%s/root/dev/ptmx' % sys.argv[1], os.O_RDWR | os.O_NOCTTY); print('held', flush=True); time.sleep(60)", strconv.Itoa(stage))
+		hold.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(DefaultSandboxUser.UID), Gid: uint32(DefaultSandboxUser.GID), Groups: []uint32{}}}
+		out, _ := hold.StdoutPipe()
+		hold.Stderr = os.Stderr
+		if err := hold.Start(); err != nil {
+			return err
+		}
+		t.Cleanup(func() { _ = hold.Process.Kill(); _ = hold.Wait() })
+		buf := make([]byte, 4)
+		if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "held" {
+			return fmt.Errorf("could not open the sandbox's ptmx: %q %v", buf, err)
+		}
+		return nil
+	}
+	cases := []struct {
+		name   string
+		tamper func(t *testing.T, stage int) error
+		probe  string
+	}{
+		{"hostname", inside("hostname planted"), "hostname"},
+		{"sysv-ipc", inside("ipcmk -M 4096 && ipcmk -Q && ipcmk -S 1"), "cat /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem"},
+		{"root-file", inside("mount -o remount,bind,rw,nosuid,nodev / && touch /planted && mount -o remount,bind,ro,nosuid,nodev /"), "ls -a /"},
+		{"loopback-address", inside("ip addr add 10.9.9.9/32 dev lo"), "ip -o addr; cat /proc/net/route"},
+		{"loopback-down", inside("ip link set lo down"), "ip -o link"},
+		{"rlimit", outside("prlimit --pid STAGE --nofile=64:64 --cpu=1:1"), "ulimit -n; ulimit -t"},
+		{"oom-score", outside("echo 1000 > /proc/STAGE/oom_score_adj"), "cat /proc/self/oom_score_adj"},
+		{"nice", outside("renice -n 19 -p STAGE >/dev/null"), "awk '{print $19}' /proc/self/stat"},
+		{"cpus", outside("taskset -p 1 STAGE >/dev/null"), "grep Cpus_allowed_list /proc/self/status"},
+		{"terminal", terminal, "ls /dev/pts"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.name == "cpus" && runtime.NumCPU() < 2 {
+				t.Skip("one CPU: nothing to take away")
+			}
+			p := prestartPool(t)
+			spec := testSpec(t)
+			spec.Policy.Limits.MaxOpenFiles = 512
+			want := runIn(t, p, spec, "/bin/sh", "-c", c.probe)
+			waitReady(t, p)
+			if err := c.tamper(t, waitingStage(t, p)); err != nil {
+				t.Fatal(err)
+			}
+			before := p.Stats()
+			got := runIn(t, p, spec, "/bin/sh", "-c", c.probe)
+			after := p.Stats()
+			if got != want {
+				t.Errorf("the run saw the waiting sandbox changed: %q, a fresh one shows %q", got, want)
+			}
+			if after.Claimed != before.Claimed || after.Changed+after.Failed != before.Changed+before.Failed+1 {
+				t.Errorf("a sandbox changed while it waited was claimed: %+v -> %+v", before, after)
+			}
+		})
 	}
 }

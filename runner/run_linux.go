@@ -130,6 +130,11 @@ func startSandbox(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, opts
 		cfg.Landlock = LandlockABI()
 	}
 	seen := map[string]bool{}
+	if cfg.Prestarted {
+		// The sandbox's root, bwrap's tmpfs: read-only inside, but its
+		// uid on the host can remount it from the user namespace it owns.
+		cfg.Private = append(cfg.Private, "/")
+	}
 	for _, m := range plan.Mounts {
 		if !seen[m.Dst] {
 			seen[m.Dst] = true
