@@ -549,3 +549,45 @@ func TestPrestartedNamespaceStateIsChecked(t *testing.T) {
 		})
 	}
 }
+
+// TestPrestartedPoolNeverWaitsForAnotherBuild: a caller can make its own
+// sandbox slow to plan (a deny_read glob over a large tree: seconds) and
+// fill the pool's idle runners with shapes of its own; the pool then gave
+// another caller's run, which had no sandbox waiting, the most recent idle
+// runner, whose runner first finished starting the slow sandbox (and then
+// discarded it): the other caller waited for the attacker's plan.
+func TestPrestartedPoolNeverWaitsForAnotherBuild(t *testing.T) {
+	requireBwrap(t)
+	var slow []string
+	for i := 0; i < 8; i++ {
+		slow = append(slow, fmt.Sprintf("/usr/**/srt-no-such-name-%d*", i))
+	}
+	probe := testSpec(t)
+	probe.Argv = []string{"/bin/true"}
+	probe.Policy.Filesystem.DenyRead = slow
+	began := time.Now()
+	if r, err := Start(t.Context(), probe, func(Event) {}, Options{}); err == nil {
+		<-r.done
+	}
+	if time.Since(began) < 2*time.Second {
+		t.Skipf("planning a glob over /usr takes %v here: too fast to tell a wait", time.Since(began))
+	}
+	p := prestartPool(t)
+	base := testSpec(t)
+	for i := 0; i < maxIdleRunners-1; i++ {
+		s := base
+		s.Policy.Filesystem.DenyRead = []string{fmt.Sprintf("/srt-no-such-path-%d", i)}
+		runIn(t, p, s, "/bin/true")
+	}
+	s := base
+	s.Policy.Filesystem.DenyRead = slow
+	runIn(t, p, s, "/bin/true")
+	// Its runner now plans the next sandbox of that shape, for seconds.
+	victim := base
+	victim.Tenant = "key:victim"
+	began = time.Now()
+	runIn(t, p, victim, "/bin/true")
+	if d := time.Since(began); d > time.Second {
+		t.Fatalf("a run of another caller waited %v for a sandbox another caller's runner was starting", d)
+	}
+}
