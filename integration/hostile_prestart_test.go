@@ -352,3 +352,119 @@ func TestHostilePrestartDiscardReasonNotPublic(t *testing.T) {
 		t.Fatalf("the operator's log does not say why the sandbox was discarded: %s", s.logs.String())
 	}
 }
+
+// earlyJoiner, run as the sandbox's uid on the host, waits for the runner
+// (argv[1]) to start a sandbox, and as soon as its exec stage exists —
+// before the stage records the sandbox's state — joins the user namespace
+// the uid owns and the sandbox's pid namespace, and leaves a process there.
+const earlyJoiner = `import ctypes, fcntl, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+runner = sys.argv[1]
+def kids(pid):
+    out = []
+    try:
+        for t in os.listdir("/proc/%s/task" % pid):
+            with open("/proc/%s/task/%s/children" % (pid, t)) as f:
+                out += f.read().split()
+    except OSError:
+        pass
+    return out
+old = set(kids(runner))
+deadline = time.time() + 20
+while time.time() < deadline:
+    new = [k for k in kids(runner) if k not in old]
+    if not new:
+        continue
+    while time.time() < deadline:
+        pid1 = kids(new[0])
+        if pid1 and kids(pid1[0]):
+            break
+    else:
+        sys.exit("no exec stage")
+    u = os.open("/proc/%s/ns/user" % pid1[0], os.O_RDONLY)
+    pn = os.open("/proc/%s/ns/pid" % pid1[0], os.O_RDONLY)
+    try:
+        parent = fcntl.ioctl(u, 0xb702)
+    except OSError:
+        parent = u
+    if libc.setns(parent, 0x10000000) != 0 and libc.setns(u, 0x10000000) != 0:
+        sys.exit("setns user: " + os.strerror(ctypes.get_errno()))
+    if libc.setns(pn, 0x20000000) != 0:
+        sys.exit("setns pid: " + os.strerror(ctypes.get_errno()))
+    if os.fork() == 0:
+        os.setsid()
+        os.execv("/bin/sleep", ["sleep", "60"])
+    print("joined", flush=True)
+    sys.exit(0)
+sys.exit("no sandbox started")
+`
+
+// A process of the sandbox's uid on the host joins a sandbox its runner
+// starts ahead of the next call in the moment between the exec stage's
+// start and its record of the sandbox's state: the record had it as part
+// of the sandbox, the check found nothing changed, and the next call ran
+// beside it (it showed in the call's ps).
+func TestHostilePrestartJoinedBeforeRecord(t *testing.T) {
+	parallel(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to act as the sandbox user")
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("needs python3")
+	}
+	s := startServe(t)
+	c := sessionClient(t, s.url, "", false)
+	run := func(args map[string]any) map[string]any {
+		v, isErr := callTool(t, c, "execute_code", args)
+		if isErr {
+			t.Fatalf("execute_code %v: %v", args, v)
+		}
+		return v
+	}
+	primed(t, s, run, map[string]any{"command": "true"})
+	joined := 0
+	for attempt := 0; attempt < 4; attempt++ {
+		waitingStages(t, s)
+		var joiners []*exec.Cmd
+		for _, r := range childrenOf(s.cmd.Process.Pid) {
+			j := asSandboxUser("/usr/bin/python3", "-c", earlyJoiner, strconv.Itoa(r))
+			if err := j.Start(); err != nil {
+				t.Fatal(err)
+			}
+			joiners = append(joiners, j)
+		}
+		time.Sleep(200 * time.Millisecond) // the joiners watch their runners
+		// This call's runner starts the next sandbox after it.
+		run(map[string]any{"command": "true"})
+		time.Sleep(500 * time.Millisecond)
+		for _, j := range joiners {
+			_ = j.Process.Kill()
+			if j.Wait(); j.ProcessState.ExitCode() == 0 {
+				joined++ // it said so and left its process there
+			}
+		}
+		out := stdoutOf(run(map[string]any{"command": "ps -eo comm"}))
+		if strings.Contains(out, "sleep") {
+			t.Fatalf("the call ran beside a process that joined its sandbox before the sandbox's record: %q", out)
+		}
+	}
+	t.Logf("%d processes joined a sandbox before its record", joined)
+	if joined == 0 {
+		t.Skip("no process joined a sandbox in the moment before its record (the race was lost each time)")
+	}
+}
+
+// childrenOf lists the pids of pid's children.
+func childrenOf(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, t := range tasks {
+		b, _ := os.ReadFile(t)
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}

@@ -591,3 +591,33 @@ func TestPrestartedPoolNeverWaitsForAnotherBuild(t *testing.T) {
 		t.Fatalf("a run of another caller waited %v for a sandbox another caller's runner was starting", d)
 	}
 }
+
+// TestStrangers: a waiting sandbox whose state records a process besides
+// its PID 1 and exec stage, or a socket besides its proxy listeners, is
+// refused however early they joined it (before the stage's record too:
+// the user namespace bwrap makes is its uid's to enter from the host).
+func TestStrangers(t *testing.T) {
+	fresh := map[string]int{"TCP": 2, "UDP": 0, "UDPLITE": 0, "RAW": 0, "FRAG": 3, "TCP6": 0, "UDP6": 0}
+	if err := strangers([]string{"1", "2"}, 2, fresh, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := strangers([]string{"1", "7"}, 7, map[string]int{"TCP": 0}, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pids  []string
+		inuse map[string]int
+		proxy bool
+	}{
+		{[]string{"1", "2", "3"}, fresh, true},
+		{[]string{"1", "3"}, fresh, true},
+		{[]string{"1", "2"}, map[string]int{"TCP": 3}, true},
+		{[]string{"1", "2"}, map[string]int{"TCP": 2}, false},
+		{[]string{"1", "2"}, map[string]int{"TCP": 2, "UDP": 1}, true},
+		{[]string{"1", "2"}, map[string]int{"TCP": 2, "RAW6": 1}, true},
+	} {
+		if err := strangers(c.pids, 2, c.inuse, c.proxy); err == nil {
+			t.Errorf("%v %v (proxy %v) passed for a fresh sandbox", c.pids, c.inuse, c.proxy)
+		}
+	}
+}

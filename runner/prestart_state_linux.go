@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -122,12 +123,15 @@ func sandboxState(cfg *initConfig) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("list the sandbox's processes: %v", err)
 	}
+	var pids []string
 	for _, e := range ents {
 		if c := e.Name()[0]; c >= '0' && c <= '9' {
+			pids = append(pids, e.Name())
 			b.WriteString(e.Name())
 			b.WriteByte(' ')
 		}
 	}
+	inuse := map[string]int{}
 	b.WriteString("\nsockets\n")
 	// How many sockets of each kind the sandbox's network namespace has
 	// (sockstat's per-namespace counts: listing /proc/net/tcp walks the
@@ -144,9 +148,16 @@ func sandboxState(cfg *initConfig) (string, error) {
 			for i := 0; i+1 < len(fields); i += 2 {
 				if fields[i] == "inuse" {
 					fmt.Fprintf(&b, "%s %s %s\n", proto, fields[i], fields[i+1])
+					inuse[proto], _ = strconv.Atoi(fields[i+1])
 				}
 			}
 		}
+	}
+	// What a fresh sandbox has is known: its PID 1 and exec stage, and the
+	// proxy listeners; a process or socket that joined it before the
+	// record (from the user namespace its uid owns) is no part of it.
+	if err := strangers(pids, cfg.PID, inuse, cfg.Proxy); err != nil {
+		return "", err
 	}
 	for _, f := range []string{"unix", "packet"} {
 		data, err := os.ReadFile("/proc/self/net/" + f)
@@ -241,5 +252,32 @@ func namespaceState(b *strings.Builder) error {
 	}
 	ioprio, _, errno := unix.Syscall(unix.SYS_IOPRIO_GET, 1, 0, 0) // IOPRIO_WHO_PROCESS, this thread
 	fmt.Fprintf(b, "ioprio %d %d\n", ioprio, errno)
+	return nil
+}
+
+// strangers checks a sandbox's processes (the names of /proc's pid
+// entries) and its sockets (sockstat's in-use counts by protocol) against
+// those of a fresh sandbox: PID 1 and the exec stage (stage), and the two
+// proxy listeners when it has them.
+func strangers(pids []string, stage int, inuse map[string]int, proxy bool) error {
+	for _, p := range pids {
+		if p != "1" && p != strconv.Itoa(stage) {
+			return fmt.Errorf("process %s is in the sandbox, which a fresh sandbox does not have", p)
+		}
+	}
+	for proto, n := range inuse {
+		want := 0
+		switch proto {
+		case "FRAG", "FRAG6":
+			continue // fragments being reassembled, not sockets
+		case "TCP":
+			if proxy {
+				want = 2
+			}
+		}
+		if n != want {
+			return fmt.Errorf("%d %s sockets are in use in the sandbox, which a fresh sandbox has %d of", n, proto, want)
+		}
+	}
 	return nil
 }
