@@ -468,3 +468,48 @@ func childrenOf(pid int) []int {
 	}
 	return out
 }
+
+// Another key's call of the very same command and policy never gets the
+// sandbox a runner started after alice's call: bob's call runs in a
+// sandbox started for it (its PID 1 is younger than the second alice's
+// waited), and alice's stays hers. (Seen failing with the tenant left out
+// of the spec.)
+func TestHostilePrestartOtherTenantNeverClaims(t *testing.T) {
+	parallel(t)
+	dir := reachableTempDir(t)
+	keys := filepath.Join(dir, "keys")
+	if err := os.WriteFile(keys, []byte("alice alice-token-0123456789\nbob bob-token-0123456789abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--token-file", keys)
+	client := func(token string) func(args map[string]any) map[string]any {
+		c := sessionClient(t, s.url, token, false)
+		return func(args map[string]any) map[string]any {
+			v, isErr := callTool(t, c, "execute_code", args)
+			if isErr {
+				t.Fatalf("execute_code %v: %v", args, v)
+			}
+			return v
+		}
+	}
+	alice, bob := client("alice-token-0123456789"), client("bob-token-0123456789abc")
+	// The age of the sandbox's PID 1 when the command ran, in seconds.
+	probe := map[string]any{"command": `awk -v up="$(cut -d' ' -f1 /proc/uptime)" '{printf "%.2f\n", up - $22/100}' /proc/1/stat`}
+	primed(t, s, alice, probe)
+	waitingStages(t, s)
+	time.Sleep(time.Second) // alice's sandbox waits
+	before := prestartStats(t, s)
+	out := stdoutOf(bob(probe))
+	after := prestartStats(t, s)
+	if statOf(after, "claimed") != statOf(before, "claimed") {
+		t.Fatalf("bob's first call claimed a sandbox (only alice's was waiting): %v -> %v", before, after)
+	}
+	if age, err := strconv.ParseFloat(strings.TrimSpace(out), 64); err != nil || age > 0.9 {
+		t.Fatalf("bob's call ran in a sandbox started %q s before it: not one started for it", out)
+	}
+	// Alice's sandbox is still hers: her next call claims it.
+	before = prestartStats(t, s)
+	if out := stdoutOf(alice(probe)); statOf(prestartStats(t, s), "claimed") != statOf(before, "claimed")+1 {
+		t.Fatalf("alice's call did not claim the sandbox started for her (%q): %v", out, prestartStats(t, s))
+	}
+}

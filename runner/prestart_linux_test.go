@@ -621,3 +621,27 @@ func TestStrangers(t *testing.T) {
 		}
 	}
 }
+
+// TestPrestartedDrainedInFlight: a Drain (a settings reload) while a run
+// is in flight reaches the sandbox its runner starts after it: no later
+// run claims a sandbox started for a run handed out before the drain.
+func TestPrestartedDrainedInFlight(t *testing.T) {
+	p := prestartPool(t)
+	spec := testSpec(t)
+	runIn(t, p, spec, "/bin/true")
+	waitReady(t, p)
+	var c collector
+	spec.Argv = []string{"/bin/sleep", "0.3"}
+	h, err := p.Start(spec, c.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Drain()
+	h.Wait()
+	time.Sleep(200 * time.Millisecond) // its runner would have its next sandbox by now
+	before := p.Stats()
+	runIn(t, p, spec, "/bin/true")
+	if got := p.Stats(); got.Claimed != before.Claimed {
+		t.Fatalf("a sandbox started after a run handed out before the drain was claimed: %+v -> %+v", before, got)
+	}
+}
