@@ -645,3 +645,31 @@ func TestPrestartedDrainedInFlight(t *testing.T) {
 		t.Fatalf("a sandbox started after a run handed out before the drain was claimed: %+v -> %+v", before, got)
 	}
 }
+
+// TestPrestartedStoppedStageDoesNotStall: a waiting sandbox's exec stage
+// stopped (SIGSTOP from a process of its uid on the host) does not answer
+// the claim's check; the run must not wait the 30 s start-up bound for it
+// but start its own sandbox at once.
+func TestPrestartedStoppedStageDoesNotStall(t *testing.T) {
+	p := prestartPool(t)
+	spec := testSpec(t)
+	runIn(t, p, spec, "/bin/true")
+	waitReady(t, p)
+	stage := waitingStage(t, p)
+	stop := exec.Command("/bin/kill", "-STOP", strconv.Itoa(stage))
+	if os.Geteuid() == 0 {
+		stop.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(DefaultSandboxUser.UID), Gid: uint32(DefaultSandboxUser.GID), Groups: []uint32{}}}
+	}
+	if out, err := stop.CombinedOutput(); err != nil {
+		t.Fatalf("stop the waiting stage: %v %s", err, out)
+	}
+	began := time.Now()
+	before := p.Stats()
+	runIn(t, p, spec, "/bin/true")
+	if d := time.Since(began); d > 3*time.Second {
+		t.Fatalf("the run waited %v for a stopped sandbox", d)
+	}
+	if got := p.Stats(); got.Claimed != before.Claimed || got.Changed != before.Changed+1 {
+		t.Fatalf("the stopped sandbox was not discarded: %+v -> %+v", before, got)
+	}
+}

@@ -24,6 +24,10 @@ import (
 // come up.
 const startupTimeout = 30 * time.Second
 
+// checkTimeout bounds how long a claim waits for a pre-started sandbox's
+// answer to its check.
+const checkTimeout = 2 * time.Second
+
 // FindBwrap locates bubblewrap. It does not use the caller's PATH first, so
 // a writable directory early in PATH cannot substitute it.
 func FindBwrap() (string, error) {
@@ -459,7 +463,9 @@ func (sb *startedSandbox) check(ctx context.Context) error {
 		return errors.New("the sandbox ended while it waited")
 	default:
 	}
-	sb.conn.setDeadline(time.Now().Add(startupTimeout))
+	// The check takes the stage a millisecond: one that does not answer
+	// soon (stopped, say) is not waited for; the run starts its own.
+	sb.conn.setDeadline(time.Now().Add(checkTimeout))
 	stop := context.AfterFunc(ctx, func() { sb.conn.setDeadline(time.Now()) })
 	defer stop()
 	if err := sb.conn.send(initMsg{T: initMsgCheck}); err != nil {
