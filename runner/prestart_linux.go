@@ -131,6 +131,11 @@ func claim(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*o
 	r.prestart = out
 	if t.err != nil {
 		out.Result, out.Reason = PrestartFailed, t.err.Error()
+		if e := (*Error)(nil); errors.As(t.err, &e) && e.Code == ErrCodeVerification {
+			// Refused at its start: something reached it before its
+			// record (a process joining it, a file in its directories).
+			out.Result = PrestartChanged
+		}
 		return nil, nil
 	}
 	shape, err := sandboxShape(r, plan, cfg)
