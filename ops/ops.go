@@ -219,10 +219,10 @@ func (o *Ops) Healthz() http.Handler {
 		o.mu.Unlock()
 		if prestart != nil {
 			st := prestart()
+			// Counts only: why a sandbox was discarded names a tenant's
+			// host paths (its working directory, its mounts), and /healthz
+			// answers anyone; the server logs it (runner.Pool.OnDiscard).
 			pool := map[string]any{"ready": st.Ready, "claimed": st.Claimed, "cold": st.Cold, "unfit": st.Unfit, "changed": st.Changed, "failed": st.Failed}
-			if st.LastDiscard != "" {
-				pool["last_discard"] = st.LastDiscard
-			}
 			if st.Builds > 0 {
 				pool["refill_ms_avg"] = float64(int(st.BuildSeconds/float64(st.Builds)*1e5)) / 100
 			}

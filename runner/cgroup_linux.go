@@ -451,7 +451,9 @@ func removeWhenFree(dirs []string) {
 
 // sweepStale removes empty execution cgroups left by crashed runners. A
 // cgroup another runner has just made is empty too until its sandbox moves
-// in, so only those older than a minute go.
+// in, so only those older than a minute go; and one whose runner lives is
+// that runner's to remove: on v1 a pre-started sandbox's cgroups stay
+// empty while it waits (its exec stage moves in at go), however long.
 func sweepStale(parent string) {
 	ents, _ := os.ReadDir(parent)
 	for _, e := range ents {
@@ -461,10 +463,7 @@ func sweepStale(parent string) {
 		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < time.Minute {
 			continue
 		}
-		// A live runner's cgroup may be empty and old: a sandbox started
-		// ahead of its run (prestart.go) joins it only at the claim. The
-		// runner removes its own; only a gone runner's are stale.
-		if pid := cgroupRunner(e.Name()); pid > 0 && processAlive(pid) {
+		if pid := cgroupRunner(e.Name()); pid > 0 && pidExists(pid) {
 			continue
 		}
 		_ = os.Remove(filepath.Join(parent, e.Name())) // EBUSY while in use
@@ -472,10 +471,13 @@ func sweepStale(parent string) {
 }
 
 // cgroupRunner is the pid of the runner that made the cgroup called name
-// ("srt-mcp-<id>-<pid>-<seq>", see prepareCgroup); 0 if it names none.
+// ("srt-mcp-ID-PID-SEQ", see prepareCgroup), 0 if the name has none.
 func cgroupRunner(name string) int {
 	f := strings.Split(name, "-")
-	if len(f) < 3 {
+	if len(f) < 4 {
+		return 0
+	}
+	if _, err := strconv.Atoi(f[len(f)-1]); err != nil {
 		return 0
 	}
 	pid, err := strconv.Atoi(f[len(f)-2])
@@ -483,6 +485,12 @@ func cgroupRunner(name string) int {
 		return 0
 	}
 	return pid
+}
+
+// pidExists tells whether a process pid exists (any owner).
+func pidExists(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
 }
 
 // present reports whether every directory of the cgroup still exists.

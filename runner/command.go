@@ -89,13 +89,18 @@ type spawned struct {
 	gen   uint64
 	// readyAfter is the execution (by number) after which the runner's
 	// pre-started sandbox is ready (readReady); it holds one when that is
-	// its last.
-	readyAfter atomic.Int64
+	// its last. noneAfter is the last after which it said it holds none.
+	readyAfter, noneAfter atomic.Int64
 }
 
 // prestarted reports whether the runner holds a ready sandbox for the
 // next execution of its shape.
 func (r *spawned) prestarted() bool { return r.shape != "" && r.readyAfter.Load() == int64(r.runs) }
+
+// holdsNone reports whether the runner holds no sandbox and starts none:
+// it takes any execution at once. A runner neither holding one nor none
+// is still starting one; an execution handed to it would wait for that.
+func (r *spawned) holdsNone() bool { return r.shape == "" || r.noneAfter.Load() == int64(r.runs) }
 
 // runPipes are one execution's three pipes.
 type runPipes struct {
@@ -289,6 +294,19 @@ type Pool struct {
 	// busyLimit is prestartBusyLimit (tests that need sandboxes started
 	// ahead whatever else runs raise it).
 	busyLimit float64
+	// onDiscard hears why a pre-started sandbox changed while it waited or
+	// could not start (OnDiscard).
+	onDiscard func(result, reason string)
+}
+
+// OnDiscard calls f with the result (PrestartChanged, PrestartFailed) and
+// the reason of every pre-started sandbox that changed while it waited or
+// could not start: the operator's to read (it names the run's host paths),
+// not for a public endpoint.
+func (p *Pool) OnDiscard(f func(result, reason string)) {
+	p.mu.Lock()
+	p.onDiscard = f
+	p.mu.Unlock()
 }
 
 // PrestartStats counts how the pool's executions got their sandboxes.
@@ -383,11 +401,12 @@ func (p *Pool) Stats() PrestartStats {
 // count records an execution's sandbox (out nil: its runner had none).
 func (p *Pool) count(out *PrestartOutcome) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if out == nil {
 		p.stats.Cold++
+		p.mu.Unlock()
 		return
 	}
+	discarded := false
 	switch out.Result {
 	case PrestartClaimed:
 		p.stats.Claimed++
@@ -395,13 +414,18 @@ func (p *Pool) count(out *PrestartOutcome) {
 		p.stats.Unfit++
 	case PrestartChanged:
 		p.stats.Changed++
-		p.stats.LastDiscard = out.Reason
+		p.stats.LastDiscard, discarded = out.Reason, true
 	default:
 		p.stats.Failed++
-		p.stats.LastDiscard = out.Reason
+		p.stats.LastDiscard, discarded = out.Reason, true
 	}
 	p.stats.Builds++
 	p.stats.BuildSeconds += out.BuildMS / 1000
+	f := p.onDiscard
+	p.mu.Unlock()
+	if discarded && f != nil {
+		f(out.Result, out.Reason)
+	}
 }
 
 // prestartKey is what Start matches an execution with a runner's
@@ -450,30 +474,32 @@ func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 	p.mu.Lock()
 	for len(p.idle) > 0 && r == nil {
 		// The most recently used runner holding the shape's sandbox, else
-		// the most recently used holding none (its pages are warm), else
-		// the most recent.
-		pick := len(p.idle) - 1
-		if key != "" {
-			pick = -1
-			for i := len(p.idle) - 1; i >= 0 && pick < 0; i-- {
-				if p.idle[i].shape == key && p.idle[i].gen == gen && p.idle[i].prestarted() {
-					pick = i
-				}
+		// the most recently used holding none (its pages are warm); else a
+		// new runner, or, with the pool full, one holding a sandbox of
+		// another shape (discarded in a few milliseconds). Never one whose
+		// sandbox is still starting: the run would wait for it, for as long
+		// as another caller's policy takes to plan.
+		pick := -1
+		for i := len(p.idle) - 1; i >= 0 && pick < 0 && key != ""; i-- {
+			if p.idle[i].shape == key && p.idle[i].gen == gen && p.idle[i].prestarted() {
+				pick = i
 			}
-			// None ready: a runner holding none starts the run's sandbox
-			// at once (one whose sandbox is still starting would make the
-			// run wait for it), else a new runner does.
-			for i := len(p.idle) - 1; i >= 0 && pick < 0; i-- {
-				if p.idle[i].shape == "" {
-					pick = i
-				}
+		}
+		for i := len(p.idle) - 1; i >= 0 && pick < 0; i-- {
+			if p.idle[i].holdsNone() {
+				pick = i
 			}
-			if pick < 0 && len(p.idle)+p.soon < maxIdleRunners {
-				break
+		}
+		if pick < 0 && (key != "" && len(p.idle)+p.soon < maxIdleRunners) {
+			break
+		}
+		for i := len(p.idle) - 1; i >= 0 && pick < 0; i-- {
+			if p.idle[i].prestarted() {
+				pick = i
 			}
-			if pick < 0 {
-				pick = len(p.idle) - 1
-			}
+		}
+		if pick < 0 {
+			break
 		}
 		r = p.idle[pick]
 		p.idle = append(p.idle[:pick], p.idle[pick+1:]...)

@@ -27,9 +27,12 @@ import (
 //	  |  socket EOF                                   | exits
 //
 // A runner asked to start the next run's sandbox (Spec.Prestart) says on
-// the same socket when it is ready: "R<n>\n" after its n-th execution.
+// the same socket when it is ready: "R<n>\n" after its n-th execution; and
+// "N<n>\n" when it holds none after it (none was asked for, the run did
+// not start, or the sandbox could not be started).
 const (
 	prestartReady = 'R'
+	prestartNone  = 'N'
 
 	argHandoffPrefix = "handoff-fd="
 	// maxRunsPerRunner bounds what one runner process serves before the
@@ -49,17 +52,25 @@ func handoffFD(args []string) int {
 	return -1
 }
 
-// readReady follows what a runner says on its hand-off socket: each
-// sandbox it started for its next run, ready, by the number of the run
-// after which it was started.
+// readReady follows what a runner says on its hand-off socket: after which
+// of its executions (by number) it holds a sandbox ready for the next one,
+// and after which it holds none.
 func (r *spawned) readReady() {
 	sc := bufio.NewScanner(r.hand)
 	for sc.Scan() {
 		line := sc.Text()
-		if len(line) > 1 && line[0] == prestartReady {
-			if n, err := strconv.Atoi(line[1:]); err == nil {
-				r.readyAfter.Store(int64(n))
-			}
+		if len(line) < 2 {
+			continue
+		}
+		n, err := strconv.Atoi(line[1:])
+		if err != nil {
+			continue
+		}
+		switch line[0] {
+		case prestartReady:
+			r.readyAfter.Store(int64(n))
+		case prestartNone:
+			r.noneAfter.Store(int64(n))
 		}
 	}
 }

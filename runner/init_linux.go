@@ -109,6 +109,10 @@ func execMain() int {
 			if err != nil || now != recorded {
 				return fail(ErrCodeVerification, "the pre-started sandbox changed while it waited (%s)", stateChange(recorded, now, err))
 			}
+			// The command gets the nice value of a cold run's.
+			if n, err := threadNice(); err != nil || n != 0 {
+				return fail(ErrCodeVerification, "the pre-started sandbox changed while it waited (its nice value is %d, not 0: %v)", n, err)
+			}
 			checked = true
 			if err := conn.send(initMsg{T: initMsgUnchanged}); err != nil {
 				return 125

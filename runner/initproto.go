@@ -126,8 +126,8 @@ type initConfig struct {
 	// stage checks each is one in its mount table, so that a host
 	// directory renamed while bwrap built the sandbox (which takes the
 	// mounts under it along, unmasking what a mask covered) is found.
-	// Private are the sandbox's own directories (its tmpfs mounts and
-	// /dev), recorded with Dsts in a pre-started sandbox's state.
+	// Private are the sandbox's own directories (its root, its tmpfs
+	// mounts and /dev), recorded with Dsts in a pre-started sandbox's state.
 	Dsts    []string `json:"dsts,omitempty"`
 	Points  []string `json:"points,omitempty"`
 	Private []string `json:"private,omitempty"`

@@ -131,17 +131,25 @@ func runnerMain(opts Options) int {
 		}
 		// Nothing of the last execution may reach the next one's bwrap.
 		CloexecFrom(3)
+		// The pool hands the next run of this shape to a runner whose
+		// sandbox is ready, and any other to one that holds none, never to
+		// one still starting a sandbox (see Pool.Start): it is told which.
+		say := func(c byte, served int) { _, _ = unix.Write(hand, []byte(fmt.Sprintf("%c%d\n", c, served))) }
 		if spec.Prestart {
 			next = make(chan *prestarted, 1)
 			go func(spec Spec, served int) {
 				t := startPrestartedQuietly(spec, opts)
-				next <- t
 				// The pool hands the next run of this shape to a runner
 				// whose sandbox is ready (see Pool.Start).
 				if t.ready() {
-					_, _ = unix.Write(hand, []byte(fmt.Sprintf("%c%d\n", prestartReady, served)))
+					say(prestartReady, served)
+				} else {
+					say(prestartNone, served)
 				}
+				next <- t
 			}(spec, served)
+		} else {
+			say(prestartNone, served)
 		}
 		var err error
 		if specF, evF, ctlF, err = receiveRun(hand); err != nil {

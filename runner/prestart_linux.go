@@ -193,6 +193,11 @@ func claim(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*o
 	r.prestart = out
 	if t.err != nil {
 		out.Result, out.Reason = PrestartFailed, t.err.Error()
+		if e := (*Error)(nil); errors.As(t.err, &e) && e.Code == ErrCodeVerification {
+			// Refused at its start: something reached it before its
+			// record (a process joining it, a file in its directories).
+			out.Result = PrestartChanged
+		}
 		return nil, nil
 	}
 	if err := t.sb.unnice(); err != nil {
@@ -218,6 +223,17 @@ func claim(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, child [3]*o
 		var st unix.Stat_t
 		if err := unix.Lstat(m.Src, &st); err != nil || uint64(st.Dev) != m.Dev || st.Ino != m.Ino {
 			out.Result, out.Reason = PrestartChanged, fmt.Sprintf("%s is no longer the object mounted from it", m.Src)
+			t.discard()
+			return nil, nil
+		}
+	}
+	// As root the sources were opened by the runner: a sandbox started now
+	// would be refused a source its user can no longer reach by path (an
+	// owner who took search permission off a directory above it revoked
+	// that access), or would mount it another way (idmapped).
+	if u, ok := r.sandboxIdentity(); ok {
+		if e := checkAccessAs(u, plan, r.spec.Mounts, nil); e != nil {
+			out.Result, out.Reason = PrestartChanged, "the sandbox user's access changed since the sandbox started"
 			t.discard()
 			return nil, nil
 		}

@@ -2,9 +2,11 @@ package runner
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -422,5 +424,305 @@ func TestPrestartedCgroupOutlivesTheSweep(t *testing.T) {
 	runIn(t, p, spec, "/bin/true")
 	if got := p.Stats(); got.Claimed != before.Claimed || got.Changed != before.Changed+1 {
 		t.Fatalf("a waiting sandbox without its cgroups was not discarded: %+v", got)
+	}
+}
+
+// TestSweepKeepsLiveRunnersCgroups: the sweep removes the empty cgroups of
+// runners that are gone, and only those.
+func TestSweepKeepsLiveRunnersCgroups(t *testing.T) {
+	parent := t.TempDir()
+	dead := exec.Command("/bin/true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(parent, fmt.Sprintf("srt-mcp-run-1-%d-3", dead.Process.Pid))
+	live := filepath.Join(parent, fmt.Sprintf("srt-mcp-prestart-ab12-%d-4", os.Getpid()))
+	old := time.Now().Add(-2 * time.Minute)
+	for _, d := range []string{gone, live} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepStale(parent)
+	if _, err := os.Stat(gone); err == nil {
+		t.Fatal("the cgroup of a runner that is gone was kept")
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("the cgroup of a live runner was swept: %v", err)
+	}
+}
+
+// TestPrestartedAccessRevoked: as root, a sandbox's sources are opened by
+// the runner and mounted by descriptor, and the runner refuses a source its
+// sandbox user cannot reach by path (checkAccessAs). A directory's owner who
+// takes search permission off a directory above it after a sandbox was
+// started ahead of the next run has revoked that access: the run must not
+// read through the sandbox mounted before, but fail as a sandbox started
+// for it does.
+func TestPrestartedAccessRevoked(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("sandboxes change user only when the runner is root")
+	}
+	p := prestartPool(t)
+	parent := filepath.Join(reachableDir(t), "alice")
+	proj := filepath.Join(parent, "proj")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "f"), []byte("alice's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := testSpec(t)
+	spec.Policy.Filesystem.AllowRead = []string{proj}
+	runIn(t, p, spec, "/bin/true")
+	waitReady(t, p)
+	if err := os.Chmod(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var c collector
+	spec.Argv = []string{"/bin/cat", filepath.Join(proj, "f")}
+	h, err := p.Start(spec, c.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Wait()
+	out, _, end := c.check(t)
+	if strings.Contains(out, "alice's") || end.Type != EventError || !strings.Contains(end.Message, "cannot be reached by the sandbox user") {
+		t.Fatalf("a run read a directory its sandbox user can no longer reach, through a sandbox started before: %q %+v (%+v)", out, end, p.Stats())
+	}
+}
+
+// joinScript, run as the sandbox's uid on the host, joins the user
+// namespace bwrap made (the parent of the one its processes are in, which
+// that uid owns: it has every capability there) and from it the waiting
+// sandbox's uts, ipc, net and mount namespaces, and runs a shell command
+// there. Nothing of it joins the sandbox's pid namespace, and it is gone
+// before the claim.
+const joinScript = `import ctypes, fcntl, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+pid = sys.argv[1]
+ns = {n: os.open("/proc/%s/ns/%s" % (pid, n), os.O_RDONLY) for n in ("user", "uts", "ipc", "net", "mnt")}
+for fd, kind in ((fcntl.ioctl(ns["user"], 0xb702), 0x10000000), (ns["uts"], 0x04000000), (ns["ipc"], 0x08000000), (ns["net"], 0x40000000), (ns["mnt"], 0x00020000)):
+    if libc.setns(fd, kind) != 0:
+        sys.exit("setns: " + os.strerror(ctypes.get_errno()))
+os.chdir("/")
+sys.exit(os.waitstatus_to_exitcode(os.system(sys.argv[2])))
+`
+
+// TestPrestartedNamespaceStateIsChecked: what a process of the sandbox's
+// uid on the host can change in a waiting sandbox without a file in its own
+// directories, a mount-table line, a process or a socket to show for it —
+// its host name, SysV IPC objects, a file in its read-only root (remounted
+// and back), its loopback's addresses and state, the exec stage's
+// rlimits, OOM score, nice value and CPUs, a terminal of its devpts — is
+// found at the claim: the
+// sandbox is discarded and the run sees what a fresh one shows.
+func TestPrestartedNamespaceStateIsChecked(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (to act as the sandbox user on the host)")
+	}
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("needs python3 to join the sandbox's namespaces")
+	}
+	asSandboxUser := func(argv ...string) error {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(DefaultSandboxUser.UID), Gid: uint32(DefaultSandboxUser.GID), Groups: []uint32{}}}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%q: %v %s", argv, err, out)
+		}
+		return nil
+	}
+	inside := func(sh string) func(*testing.T, int) error {
+		return func(_ *testing.T, stage int) error {
+			return asSandboxUser(python, "-c", joinScript, strconv.Itoa(stage), sh)
+		}
+	}
+	outside := func(sh string) func(*testing.T, int) error {
+		return func(_ *testing.T, stage int) error {
+			return asSandboxUser("/bin/sh", "-c", strings.ReplaceAll(sh, "STAGE", strconv.Itoa(stage)))
+		}
+	}
+	// A terminal of the sandbox's own devpts, opened from outside and held:
+	// the run would find /dev/pts/0, a line to a process on the host.
+	terminal := func(t *testing.T, stage int) error {
+		hold := exec.Command(python, "-c", "import os, sys, time; os.open('/proc/%s/root/dev/ptmx' % sys.argv[1], os.O_RDWR | os.O_NOCTTY); print('held', flush=True); time.sleep(60)", strconv.Itoa(stage))
+		hold.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(DefaultSandboxUser.UID), Gid: uint32(DefaultSandboxUser.GID), Groups: []uint32{}}}
+		out, _ := hold.StdoutPipe()
+		hold.Stderr = os.Stderr
+		if err := hold.Start(); err != nil {
+			return err
+		}
+		t.Cleanup(func() { _ = hold.Process.Kill(); _ = hold.Wait() })
+		buf := make([]byte, 4)
+		if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "held" {
+			return fmt.Errorf("could not open the sandbox's ptmx: %q %v", buf, err)
+		}
+		return nil
+	}
+	cases := []struct {
+		name   string
+		tamper func(t *testing.T, stage int) error
+		probe  string
+	}{
+		{"hostname", inside("hostname planted"), "hostname"},
+		{"sysv-ipc", inside("ipcmk -M 4096 && ipcmk -Q && ipcmk -S 1"), "cat /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem"},
+		{"root-file", inside("mount -o remount,bind,rw,nosuid,nodev / && touch /planted && mount -o remount,bind,ro,nosuid,nodev /"), "ls -a /"},
+		{"loopback-address", inside("ip addr add 10.9.9.9/32 dev lo"), "ip -o addr; cat /proc/net/route"},
+		{"loopback-down", inside("ip link set lo down"), "ip -o link"},
+		{"rlimit", outside("prlimit --pid STAGE --nofile=64:64 --cpu=1:1"), "ulimit -n; ulimit -t"},
+		{"oom-score", outside("echo 1000 > /proc/STAGE/oom_score_adj"), "cat /proc/self/oom_score_adj"},
+		{"nice", outside("renice -n 19 -p STAGE >/dev/null"), "awk '{print $19}' /proc/self/stat"},
+		{"cpus", outside("taskset -p 1 STAGE >/dev/null"), "grep Cpus_allowed_list /proc/self/status"},
+		{"terminal", terminal, "ls /dev/pts"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.name == "cpus" && runtime.NumCPU() < 2 {
+				t.Skip("one CPU: nothing to take away")
+			}
+			p := prestartPool(t)
+			spec := testSpec(t)
+			spec.Policy.Limits.MaxOpenFiles = 512
+			want := runIn(t, p, spec, "/bin/sh", "-c", c.probe)
+			waitReady(t, p)
+			if err := c.tamper(t, waitingStage(t, p)); err != nil {
+				t.Fatal(err)
+			}
+			before := p.Stats()
+			got := runIn(t, p, spec, "/bin/sh", "-c", c.probe)
+			after := p.Stats()
+			if got != want {
+				t.Errorf("the run saw the waiting sandbox changed: %q, a fresh one shows %q", got, want)
+			}
+			// A root runner gives a waiting sandbox nice 0 back at its
+			// claim (it started it at 19): renicing it meanwhile changes
+			// nothing the run sees (checked above).
+			if c.name == "nice" && os.Geteuid() == 0 {
+				return
+			}
+			if after.Claimed != before.Claimed || after.Changed+after.Failed != before.Changed+before.Failed+1 {
+				t.Errorf("a sandbox changed while it waited was claimed: %+v -> %+v", before, after)
+			}
+		})
+	}
+}
+
+// TestPrestartedPoolNeverWaitsForAnotherBuild: a caller can make its own
+// sandbox slow to plan (a deny_read glob over a large tree: seconds) and
+// fill the pool's idle runners with shapes of its own; the pool then gave
+// another caller's run, which had no sandbox waiting, the most recent idle
+// runner, whose runner first finished starting the slow sandbox (and then
+// discarded it): the other caller waited for the attacker's plan.
+func TestPrestartedPoolNeverWaitsForAnotherBuild(t *testing.T) {
+	p := prestartPool(t)
+	base := testSpec(t)
+	for i := 0; i < maxIdleRunners-1; i++ {
+		s := base
+		s.Policy.Filesystem.DenyRead = []string{fmt.Sprintf("/srt-no-such-path-%d", i)}
+		runIn(t, p, s, "/bin/true")
+	}
+	s := base
+	for i := 0; i < 8; i++ {
+		s.Policy.Filesystem.DenyRead = append(s.Policy.Filesystem.DenyRead, fmt.Sprintf("/usr/**/srt-no-such-name-%d*", i))
+	}
+	began := time.Now()
+	runIn(t, p, s, "/bin/true")
+	if d := time.Since(began); d < 2*time.Second {
+		t.Skipf("planning globs over /usr takes %v here: too fast to tell a wait", d)
+	}
+	// Its runner now plans the next sandbox of that shape, for seconds.
+	victim := base
+	victim.Tenant = "key:victim"
+	began = time.Now()
+	runIn(t, p, victim, "/bin/true")
+	if d := time.Since(began); d > time.Second {
+		t.Fatalf("a run of another caller waited %v for a sandbox another caller's runner was starting", d)
+	}
+}
+
+// TestStrangers: a waiting sandbox whose state records a process besides
+// its PID 1 and exec stage, or a socket besides its proxy listeners, is
+// refused however early they joined it (before the stage's record too:
+// the user namespace bwrap makes is its uid's to enter from the host).
+func TestStrangers(t *testing.T) {
+	fresh := map[string]int{"TCP": 2, "UDP": 0, "UDPLITE": 0, "RAW": 0, "FRAG": 3, "TCP6": 0, "UDP6": 0}
+	if err := strangers([]string{"1", "2"}, 2, fresh, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := strangers([]string{"1", "7"}, 7, map[string]int{"TCP": 0}, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pids  []string
+		inuse map[string]int
+		proxy bool
+	}{
+		{[]string{"1", "2", "3"}, fresh, true},
+		{[]string{"1", "3"}, fresh, true},
+		{[]string{"1", "2"}, map[string]int{"TCP": 3}, true},
+		{[]string{"1", "2"}, map[string]int{"TCP": 2}, false},
+		{[]string{"1", "2"}, map[string]int{"TCP": 2, "UDP": 1}, true},
+		{[]string{"1", "2"}, map[string]int{"TCP": 2, "RAW6": 1}, true},
+	} {
+		if err := strangers(c.pids, 2, c.inuse, c.proxy); err == nil {
+			t.Errorf("%v %v (proxy %v) passed for a fresh sandbox", c.pids, c.inuse, c.proxy)
+		}
+	}
+}
+
+// TestPrestartedDrainedInFlight: a Drain (a settings reload) while a run
+// is in flight reaches the sandbox its runner starts after it: no later
+// run claims a sandbox started for a run handed out before the drain.
+func TestPrestartedDrainedInFlight(t *testing.T) {
+	p := prestartPool(t)
+	spec := testSpec(t)
+	runIn(t, p, spec, "/bin/true")
+	waitReady(t, p)
+	var c collector
+	spec.Argv = []string{"/bin/sleep", "0.3"}
+	h, err := p.Start(spec, c.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Drain()
+	h.Wait()
+	time.Sleep(200 * time.Millisecond) // its runner would have its next sandbox by now
+	before := p.Stats()
+	runIn(t, p, spec, "/bin/true")
+	if got := p.Stats(); got.Claimed != before.Claimed {
+		t.Fatalf("a sandbox started after a run handed out before the drain was claimed: %+v -> %+v", before, got)
+	}
+}
+
+// TestPrestartedStoppedStageDoesNotStall: a waiting sandbox's exec stage
+// stopped (SIGSTOP from a process of its uid on the host) does not answer
+// the claim's check; the run must not wait the 30 s start-up bound for it
+// but start its own sandbox at once.
+func TestPrestartedStoppedStageDoesNotStall(t *testing.T) {
+	p := prestartPool(t)
+	spec := testSpec(t)
+	runIn(t, p, spec, "/bin/true")
+	waitReady(t, p)
+	stage := waitingStage(t, p)
+	stop := exec.Command("/bin/kill", "-STOP", strconv.Itoa(stage))
+	if os.Geteuid() == 0 {
+		stop.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(DefaultSandboxUser.UID), Gid: uint32(DefaultSandboxUser.GID), Groups: []uint32{}}}
+	}
+	if out, err := stop.CombinedOutput(); err != nil {
+		t.Fatalf("stop the waiting stage: %v %s", err, out)
+	}
+	began := time.Now()
+	before := p.Stats()
+	runIn(t, p, spec, "/bin/true")
+	if d := time.Since(began); d > 3*time.Second {
+		t.Fatalf("the run waited %v for a stopped sandbox", d)
+	}
+	if got := p.Stats(); got.Claimed != before.Claimed || got.Changed != before.Changed+1 {
+		t.Fatalf("the stopped sandbox was not discarded: %+v -> %+v", before, got)
 	}
 }

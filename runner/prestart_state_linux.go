@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -20,10 +22,21 @@ const maxPrivateEntries = 4096
 var devNodes = map[string]bool{"null": true, "zero": true, "full": true, "random": true, "urandom": true, "tty": true,
 	"console": true, "pts": true, "ptmx": true, "shm": true, "fd": true, "stdin": true, "stdout": true, "stderr": true, "core": true}
 
+// stateFiles are the parts of a sandbox's state its mounts and files do
+// not show, recorded as they read: its SysV IPC objects, its routes, and
+// the exec stage's own rlimits and OOM score (the command inherits them).
+// A process of the sandbox's uid on the host can change each of them
+// while the sandbox waits, from outside (prlimit, oom_score_adj) or from
+// the user namespace bwrap made, which that uid owns.
+var stateFiles = []string{"/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem",
+	"/proc/net/route", "/proc/net/ipv6_route", "/proc/self/limits", "/proc/self/oom_score_adj"}
+
 // sandboxState is what a pre-started sandbox is, seen from inside by its
 // exec stage: its mount table, the object at every mount's destination,
-// every entry of its private directories (its tmpfs mounts and /dev), the
-// processes of its pid namespace and the sockets of its network namespace.
+// every entry of its private directories (its root, its tmpfs mounts and
+// /dev, the terminals of its devpts), what its namespaces hold besides
+// (namespaceState), the processes of its pid namespace and the sockets of
+// its network namespace.
 // The stage records it once verified and compares it at go: a sandbox that
 // something entered or changed while it waited (a process joining its
 // namespaces, a file written through /proc/PID/root, a shared host
@@ -56,7 +69,9 @@ func sandboxState(cfg *initConfig) (string, error) {
 			made[p] = true
 		}
 	}
-	fresh := func(p string) bool { return made[p] || filepath.Dir(p) == "/dev" && devNodes[filepath.Base(p)] }
+	fresh := func(p string) bool {
+		return made[p] || filepath.Dir(p) == "/dev" && devNodes[filepath.Base(p)] || p == "/dev/pts/ptmx"
+	}
 	n := 0
 	for _, d := range cfg.Private {
 		var root unix.Stat_t
@@ -80,27 +95,43 @@ func sandboxState(cfg *initConfig) (string, error) {
 			if p != d && !fresh(p) {
 				return fmt.Errorf("%s is in the sandbox's own %s, which a fresh sandbox does not have", p, d)
 			}
-			fmt.Fprintf(&b, "%s %d:%d %o %d %d.%d %d.%d\n", p, st.Dev, st.Ino, st.Mode, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
-			if st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Dev != root.Dev {
-				return fs.SkipDir // another filesystem (devpts, mqueue): its mount is in the table
+			if p != d && st.Dev != root.Dev {
+				// Another filesystem, mounted here: its mount is in the
+				// table, and what it holds is a host directory's (whose
+				// times are the host's) or another of these directories.
+				// Only the terminals of the sandbox's devpts are looked
+				// at: one opened through /proc/PID/root from outside is a
+				// line to the host.
+				fmt.Fprintf(&b, "%s %d:%d %o\n", p, st.Dev, st.Ino, st.Mode)
+				if st.Mode&unix.S_IFMT == unix.S_IFDIR && p != "/dev/pts" {
+					return fs.SkipDir
+				}
+				return nil
 			}
+			fmt.Fprintf(&b, "%s %d:%d %o %d %d.%d %d.%d\n", p, st.Dev, st.Ino, st.Mode, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
 			return nil
 		})
 		if err != nil {
 			return "", err
 		}
 	}
+	if err := namespaceState(&b); err != nil {
+		return "", err
+	}
 	b.WriteString("processes\n")
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return "", fmt.Errorf("list the sandbox's processes: %v", err)
 	}
+	var pids []string
 	for _, e := range ents {
 		if c := e.Name()[0]; c >= '0' && c <= '9' {
+			pids = append(pids, e.Name())
 			b.WriteString(e.Name())
 			b.WriteByte(' ')
 		}
 	}
+	inuse := map[string]int{}
 	b.WriteString("\nsockets\n")
 	// How many sockets of each kind the sandbox's network namespace has
 	// (sockstat's per-namespace counts: listing /proc/net/tcp walks the
@@ -117,9 +148,16 @@ func sandboxState(cfg *initConfig) (string, error) {
 			for i := 0; i+1 < len(fields); i += 2 {
 				if fields[i] == "inuse" {
 					fmt.Fprintf(&b, "%s %s %s\n", proto, fields[i], fields[i+1])
+					inuse[proto], _ = strconv.Atoi(fields[i+1])
 				}
 			}
 		}
+	}
+	// What a fresh sandbox has is known: its PID 1 and exec stage, and the
+	// proxy listeners; a process or socket that joined it before the
+	// record (from the user namespace its uid owns) is no part of it.
+	if err := strangers(pids, cfg.PID, inuse, cfg.Proxy); err != nil {
+		return "", err
 	}
 	for _, f := range []string{"unix", "packet"} {
 		data, err := os.ReadFile("/proc/self/net/" + f)
@@ -157,4 +195,105 @@ func stateChange(before, now string, err error) string {
 		}
 	}
 	return "no difference"
+}
+
+// namespaceState records what the sandbox's namespaces hold besides its
+// mounts, files, processes and sockets: its host and domain name, its
+// SysV IPC objects, its network interfaces (state, addresses) and routes,
+// and what the command inherits from the exec stage's thread (rlimits, OOM
+// score, scheduling, CPUs and memory nodes, I/O priority).
+func namespaceState(b *strings.Builder) error {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return fmt.Errorf("uname: %v", err)
+	}
+	fmt.Fprintf(b, "uts\n%q %q\n", unix.ByteSliceToString(u.Nodename[:]), unix.ByteSliceToString(u.Domainname[:]))
+	for _, f := range stateFiles {
+		data, err := os.ReadFile(f)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("read %s: %v", f, err)
+		}
+		b.WriteString(f)
+		b.WriteByte('\n')
+		b.Write(data)
+	}
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return fmt.Errorf("list the sandbox's network interfaces: %v", err)
+	}
+	b.WriteString("interfaces\n")
+	for _, i := range ifaces {
+		addrs, err := i.Addrs()
+		if err != nil {
+			return fmt.Errorf("addresses of %s: %v", i.Name, err)
+		}
+		fmt.Fprintf(b, "%d %q %v %d %s %v\n", i.Index, i.Name, i.Flags, i.MTU, i.HardwareAddr, addrs)
+	}
+	// The thread that will exec the command (the stage is locked to it).
+	stat, err := os.ReadFile("/proc/thread-self/stat")
+	if err != nil {
+		return fmt.Errorf("read the stage's scheduling: %v", err)
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(f) < 39 {
+		return fmt.Errorf("short /proc/thread-self/stat")
+	}
+	// rt_priority (40), policy (41); the nice value (19) is checked at the
+	// claim apart (threadNice): a root runner starts the sandbox at 19 and
+	// gives it 0 back before the check.
+	fmt.Fprintf(b, "sched\n%s %s\n", f[37], f[38])
+	status, err := os.ReadFile("/proc/thread-self/status")
+	if err != nil {
+		return fmt.Errorf("read the stage's status: %v", err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(line, "Cpus_allowed_list:") || strings.HasPrefix(line, "Mems_allowed_list:") {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	ioprio, _, errno := unix.Syscall(unix.SYS_IOPRIO_GET, 1, 0, 0) // IOPRIO_WHO_PROCESS, this thread
+	fmt.Fprintf(b, "ioprio %d %d\n", ioprio, errno)
+	return nil
+}
+
+// threadNice is the calling thread's nice value (the exec stage's, which
+// the command inherits).
+func threadNice() (int, error) {
+	stat, err := os.ReadFile("/proc/thread-self/stat")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(f) < 17 {
+		return 0, fmt.Errorf("short /proc/thread-self/stat")
+	}
+	return strconv.Atoi(f[16])
+}
+
+// strangers checks a sandbox's processes (the names of /proc's pid
+// entries) and its sockets (sockstat's in-use counts by protocol) against
+// those of a fresh sandbox: PID 1 and the exec stage (stage), and the two
+// proxy listeners when it has them.
+func strangers(pids []string, stage int, inuse map[string]int, proxy bool) error {
+	for _, p := range pids {
+		if p != "1" && p != strconv.Itoa(stage) {
+			return fmt.Errorf("process %s is in the sandbox, which a fresh sandbox does not have", p)
+		}
+	}
+	for proto, n := range inuse {
+		want := 0
+		switch proto {
+		case "FRAG", "FRAG6":
+			continue // fragments being reassembled, not sockets
+		case "TCP":
+			if proxy {
+				want = 2
+			}
+		}
+		if n != want {
+			return fmt.Errorf("%d %s sockets are in use in the sandbox, which a fresh sandbox has %d of", n, proto, want)
+		}
+	}
+	return nil
 }

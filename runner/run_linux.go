@@ -24,6 +24,10 @@ import (
 // come up.
 const startupTimeout = 30 * time.Second
 
+// checkTimeout bounds how long a claim waits for a pre-started sandbox's
+// answer to its check.
+const checkTimeout = 2 * time.Second
+
 // FindBwrap locates bubblewrap. It does not use the caller's PATH first, so
 // a writable directory early in PATH cannot substitute it.
 func FindBwrap() (string, error) {
@@ -133,6 +137,11 @@ func startSandbox(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, opts
 		cfg.Landlock = LandlockABI()
 	}
 	seen := map[string]bool{}
+	if cfg.Prestarted {
+		// The sandbox's root, bwrap's tmpfs: read-only inside, but its
+		// uid on the host can remount it from the user namespace it owns.
+		cfg.Private = append(cfg.Private, "/")
+	}
 	for _, m := range plan.Mounts {
 		if !seen[m.Dst] {
 			seen[m.Dst] = true
@@ -483,7 +492,9 @@ func (sb *startedSandbox) askCheck() error {
 		return errors.New("the sandbox ended while it waited")
 	default:
 	}
-	sb.conn.setDeadline(time.Now().Add(startupTimeout))
+	// The check takes the stage a millisecond: one that does not answer
+	// soon (stopped, say) is not waited for; the run starts its own.
+	sb.conn.setDeadline(time.Now().Add(checkTimeout))
 	if err := sb.conn.send(initMsg{T: initMsgCheck}); err != nil {
 		return fmt.Errorf("the sandbox went away while it waited: %v", err)
 	}

@@ -276,6 +276,13 @@ func Run(ctx context.Context, o Options) error {
 	if o.SandboxPoolCPU > 0 {
 		pool.PrestartBusyLimit(o.SandboxPoolCPU)
 	}
+	pool.OnDiscard(func(result, reason string) {
+		level := slog.LevelInfo // changed while it waited
+		if result == runner.PrestartFailed {
+			level = slog.LevelDebug // its shape cannot be pre-started
+		}
+		logger.Log(context.Background(), level, "a pre-started sandbox was not used; the run started its own", "result", result, "reason", reason)
+	})
 	mgr := executions.NewManager(executions.Config{
 		MaxConcurrent:    o.MaxConcurrent,
 		MaxPerOwner:      o.MaxPerSession,
