@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client"
 )
 
 // prestartFlags make a server start sandboxes ahead whatever else runs on
@@ -111,6 +113,18 @@ func asSandboxUser(argv ...string) *exec.Cmd {
 	return cmd
 }
 
+// executeOK is execute_code on c, which must not be an error.
+func executeOK(t *testing.T, c *client.Client) func(args map[string]any) map[string]any {
+	return func(args map[string]any) map[string]any {
+		t.Helper()
+		v, isErr := callTool(t, c, "execute_code", args)
+		if isErr {
+			t.Fatalf("execute_code %v: %v", args, v)
+		}
+		return v
+	}
+}
+
 // claimDiscarded runs call and checks that it did not claim a pre-started
 // sandbox, and that one was discarded (as changed, or refused as it
 // started), returning the call's stdout.
@@ -145,13 +159,7 @@ func TestHostilePrestartFilePlantedInWaitingSandbox(t *testing.T) {
 	parallel(t)
 	s := startServe(t, prestartFlags...)
 	c := sessionClient(t, s.url, "", false)
-	run := func(args map[string]any) map[string]any {
-		v, isErr := callTool(t, c, "execute_code", args)
-		if isErr {
-			t.Fatalf("execute_code %v: %v", args, v)
-		}
-		return v
-	}
+	run := executeOK(t, c)
 	primed(t, s, run, map[string]any{"command": "true"})
 	for _, pid := range waitingStages(t, s) {
 		if out, err := asSandboxUser("/bin/sh", "-c", fmt.Sprintf("echo planted > /proc/%d/root/tmp/planted-by-another", pid)).CombinedOutput(); err != nil {
@@ -179,13 +187,7 @@ func TestHostilePrestartProcessJoinsWaitingSandbox(t *testing.T) {
 	}
 	s := startServe(t, prestartFlags...)
 	c := sessionClient(t, s.url, "", false)
-	run := func(args map[string]any) map[string]any {
-		v, isErr := callTool(t, c, "execute_code", args)
-		if isErr {
-			t.Fatalf("execute_code %v: %v", args, v)
-		}
-		return v
-	}
+	run := executeOK(t, c)
 	primed(t, s, run, map[string]any{"command": "true"})
 	// A process joins the waiting sandbox's pid and network namespaces and
 	// opens a connection to its proxy listener, then waits there for the
@@ -224,13 +226,7 @@ func TestHostilePrestartPathCreatedSince(t *testing.T) {
 	}
 	s := startServe(t, append([]string{"--allow-write", shared}, prestartFlags...)...)
 	c := sessionClient(t, s.url, "", false)
-	run := func(args map[string]any) map[string]any {
-		v, isErr := callTool(t, c, "execute_code", args)
-		if isErr {
-			t.Fatalf("execute_code %v: %v", args, v)
-		}
-		return v
-	}
+	run := executeOK(t, c)
 	secret := filepath.Join(shared, "secret.txt")
 	guarded := map[string]any{"filesystem": map[string]any{"allow_write": []string{shared}, "deny_read": []string{secret}}}
 	primed(t, s, run, map[string]any{"command": "true", "sandbox_config": guarded})
@@ -270,13 +266,7 @@ func TestHostilePrestartMaskRenamedAway(t *testing.T) {
 	}
 	s := startServe(t, append([]string{"--allow-read", proj}, prestartFlags...)...)
 	c := sessionClient(t, s.url, "", false)
-	run := func(args map[string]any) map[string]any {
-		v, isErr := callTool(t, c, "execute_code", args)
-		if isErr {
-			t.Fatalf("execute_code %v: %v", args, v)
-		}
-		return v
-	}
+	run := executeOK(t, c)
 	private := filepath.Join(proj, "private")
 	guarded := map[string]any{"filesystem": map[string]any{"allow_read": []string{proj}, "deny_read": []string{private}}}
 	primed(t, s, run, map[string]any{"command": "true", "sandbox_config": guarded})
@@ -418,13 +408,7 @@ func TestHostilePrestartJoinedBeforeRecord(t *testing.T) {
 	}
 	s := startServe(t, prestartFlags...)
 	c := sessionClient(t, s.url, "", false)
-	run := func(args map[string]any) map[string]any {
-		v, isErr := callTool(t, c, "execute_code", args)
-		if isErr {
-			t.Fatalf("execute_code %v: %v", args, v)
-		}
-		return v
-	}
+	run := executeOK(t, c)
 	primed(t, s, run, map[string]any{"command": "true"})
 	joined := 0
 	for attempt := 0; attempt < 4; attempt++ {
@@ -538,13 +522,7 @@ func TestHostilePrestartDrainedBySettingsReload(t *testing.T) {
 	write(`{"allow-domain": ["a.example.com"]}`)
 	s := startServe(t, append([]string{"--config", path}, prestartFlags...)...)
 	c := sessionClient(t, s.url, "", false)
-	run := func(args map[string]any) map[string]any {
-		v, isErr := callTool(t, c, "execute_code", args)
-		if isErr {
-			t.Fatalf("execute_code %v: %v", args, v)
-		}
-		return v
-	}
+	run := executeOK(t, c)
 	primed(t, s, run, map[string]any{"command": "true"})
 	waitingStages(t, s)
 	write(`{"allow-domain": ["b.example.com"]}`)

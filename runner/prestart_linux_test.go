@@ -107,8 +107,8 @@ func TestPrestartedSandboxIsLikeCold(t *testing.T) {
 				if got := p.Stats(); got.Claimed != before.Claimed+uint64(i)+1 {
 					t.Fatalf("run %d did not claim the pre-started sandbox: %+v", i+2, got)
 				}
-				if diff(cold, claimed) != "" {
-					t.Fatalf("a claimed sandbox differs from a cold one:\n%s", diff(cold, claimed))
+				if cold != claimed {
+					t.Fatalf("a claimed sandbox differs from a cold one: %s", stateChange(cold, claimed, nil))
 				}
 				if s, err := strconv.ParseInt(now, 10, 64); err != nil || s < host || s > time.Now().Unix() {
 					t.Fatalf("the claimed sandbox's clock says %q, the host's %d", now, host)
@@ -289,28 +289,9 @@ func parentOf(pid int) int {
 	if err != nil {
 		return 0
 	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	f := statFields(b)
 	ppid, _ := strconv.Atoi(f[1])
 	return ppid
-}
-
-// diff is the first differing line of two outputs, "" when they are the
-// same.
-func diff(a, b string) string {
-	x, y := strings.Split(a, "\n"), strings.Split(b, "\n")
-	for i := 0; i < len(x) || i < len(y); i++ {
-		var l, r string
-		if i < len(x) {
-			l = x[i]
-		}
-		if i < len(y) {
-			r = y[i]
-		}
-		if l != r {
-			return fmt.Sprintf("line %d:\n  cold:    %q\n  claimed: %q", i+1, l, r)
-		}
-	}
-	return ""
 }
 
 // TestMissingMountPoint: a mask whose directory was renamed away during

@@ -234,7 +234,7 @@ func namespaceState(b *strings.Builder) error {
 	if err != nil {
 		return fmt.Errorf("read the stage's scheduling: %v", err)
 	}
-	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	f := statFields(stat)
 	if len(f) < 39 {
 		return fmt.Errorf("short /proc/thread-self/stat")
 	}
@@ -257,6 +257,13 @@ func namespaceState(b *strings.Builder) error {
 	return nil
 }
 
+// statFields are the fields of a /proc/PID/stat line after the command's
+// name (which may hold spaces and parentheses): the state is [0], the
+// parent's pid [1], the nice value [16].
+func statFields(stat []byte) []string {
+	return strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+}
+
 // threadNice is the calling thread's nice value (the exec stage's, which
 // the command inherits).
 func threadNice() (int, error) {
@@ -264,7 +271,7 @@ func threadNice() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	f := statFields(stat)
 	if len(f) < 17 {
 		return 0, fmt.Errorf("short /proc/thread-self/stat")
 	}
