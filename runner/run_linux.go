@@ -436,8 +436,19 @@ func startSandbox(ctx context.Context, r *Run, plan *Plan, cfg *initConfig, opts
 
 // abort ends a started sandbox that will not run its command.
 func (sb *startedSandbox) abort(e *Error) {
+	_ = sb.p.cmd.Process.Kill()
+	sb.end()
+	if e != nil {
+		if d := strings.TrimSpace(sb.p.diag.String()); d != "" {
+			e.Message += ": " + explainBwrap(d)
+		}
+	}
+}
+
+// end waits for the sandbox's bwrap to exit and lets go of everything the
+// sandbox held: its descriptors, the thread that started it, its cgroups.
+func (sb *startedSandbox) end() {
 	p := sb.p
-	_ = p.cmd.Process.Kill()
 	_ = p.cmd.Wait()
 	sb.release()
 	sb.conn.close()
@@ -454,11 +465,6 @@ func (sb *startedSandbox) abort(e *Error) {
 		l.Close()
 	}
 	<-sb.diagDone
-	if e != nil {
-		if d := strings.TrimSpace(p.diag.String()); d != "" {
-			e.Message += ": " + explainBwrap(d)
-		}
-	}
 	p.cgroup.remove()
 }
 
@@ -606,16 +612,7 @@ func (sb *startedSandbox) run(ctx context.Context, r *Run, child [3]*os.File) (s
 			return fail(e)
 		}
 		// The command could not be exec'd: the sandbox ends by itself.
-		if p.ptmx != nil {
-			p.ptmx.Close()
-		}
-		for _, l := range p.listeners {
-			l.Close()
-		}
-		_ = p.cmd.Wait()
-		sb.release()
-		<-sb.diagDone
-		p.cgroup.remove()
+		sb.end()
 		return nil, e
 	}
 
