@@ -90,7 +90,6 @@ type PrestartStats struct {
 	BuildSeconds                          float64
 	Builds                                uint64
 	Ready                                 int
-	LastDiscard                           string
 }
 
 // BindPrestart adds the pre-started sandboxes' metrics (also in /healthz

@@ -323,9 +323,6 @@ type PrestartStats struct {
 	Builds       uint64
 	// Ready is the idle runners holding (or starting) a sandbox.
 	Ready int
-	// LastDiscard says why the last sandbox that changed while it waited
-	// or could not start was not used.
-	LastDiscard string
 }
 
 const (
@@ -414,10 +411,10 @@ func (p *Pool) count(out *PrestartOutcome) {
 		p.stats.Unfit++
 	case PrestartChanged:
 		p.stats.Changed++
-		p.stats.LastDiscard, discarded = out.Reason, true
+		discarded = true
 	default:
 		p.stats.Failed++
-		p.stats.LastDiscard, discarded = out.Reason, true
+		discarded = true
 	}
 	p.stats.Builds++
 	p.stats.BuildSeconds += out.BuildMS / 1000

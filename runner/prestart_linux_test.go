@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -221,6 +222,13 @@ func TestPrestartedDrained(t *testing.T) {
 // one of its own that does not have the file.
 func TestPrestartedTamperedIsDiscarded(t *testing.T) {
 	p := prestartPool(t)
+	var mu sync.Mutex
+	var reasons []string
+	p.OnDiscard(func(_, reason string) {
+		mu.Lock()
+		reasons = append(reasons, reason)
+		mu.Unlock()
+	})
 	spec := testSpec(t)
 	runIn(t, p, spec, "/bin/true")
 	waitReady(t, p)
@@ -241,9 +249,12 @@ func TestPrestartedTamperedIsDiscarded(t *testing.T) {
 	}
 	// Planted before the stage's record (the stage refuses a sandbox with
 	// a file it did not make) or after it (the claim finds the change).
+	mu.Lock()
+	last := strings.Join(reasons, "; ")
+	mu.Unlock()
 	if got.Changed+got.Failed != before.Changed+before.Failed+1 || got.Claimed != before.Claimed ||
-		!strings.Contains(got.LastDiscard, "changed while it waited") && !strings.Contains(got.LastDiscard, "a fresh sandbox does not have") {
-		t.Fatalf("the tampered sandbox was not discarded: %+v", got)
+		!strings.Contains(last, "changed while it waited") && !strings.Contains(last, "a fresh sandbox does not have") {
+		t.Fatalf("the tampered sandbox was not discarded: %+v (%s)", got, last)
 	}
 }
 
