@@ -2,8 +2,6 @@ package runner
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,9 +51,7 @@ func startPrestarted(spec Spec, opts Options) *prestarted {
 		// a waiting sandbox would keep mounted past the session's end).
 		return fail(errors.New("a run with mounts of its own starts its sandbox itself"))
 	}
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	spec.ID = "prestart-" + hex.EncodeToString(b)
+	spec.ID = "prestart-" + newToken()
 	spec.Prestart, spec.Egress, spec.Env = false, nil, nil
 	r := &Run{spec: spec, start: began, done: make(chan struct{})}
 	if err := r.resolve(&opts); err != nil {
