@@ -158,7 +158,7 @@ integration:
 			HOME=$(ITEST_DIR)/home-root TMPDIR=$(ITEST_DIR)/home-root \
 			./$$s.test -test.count=1 -test.timeout=20m -test.parallel=4 -test.v -test.skip '^TestGolden' $(ITEST_ARGS) ) > $(ITEST_DIR)/$$s-root.log 2>&1; rc=$$?; \
 		grep -E '^(--- |FAIL|ok|PASS|panic)' $(ITEST_DIR)/$$s-root.log | grep -v '^--- PASS' ; \
-		if [ $$rc -ne 0 ]; then tail -50 $(ITEST_DIR)/$$s-root.log; exit $$rc; fi; \
+		if [ $$rc -ne 0 ]; then tail -50 $(ITEST_DIR)/$$s-root.log; awk -f scripts/failures.awk $(ITEST_DIR)/$$s-root.log; exit $$rc; fi; \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "== $$s as nobody"; \
 			( cd $(ITEST_DIR) && setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH=/usr/local/bin:/usr/bin:/bin \
@@ -166,7 +166,7 @@ integration:
 				SRT_MCP_CLIENTS=$(ITEST_DIR)/mcpclient SRT_MCP_REQUIRE_CLIENTS=1 \
 				./$$s.test -test.count=1 -test.timeout=20m -test.parallel=4 -test.v -test.skip '^TestGolden' $(ITEST_ARGS) ) > $(ITEST_DIR)/$$s-nobody.log 2>&1; rc=$$?; \
 			grep -E '^(--- |FAIL|ok|PASS|panic)' $(ITEST_DIR)/$$s-nobody.log | grep -v '^--- PASS' ; \
-			if [ $$rc -ne 0 ]; then tail -50 $(ITEST_DIR)/$$s-nobody.log; exit $$rc; fi; \
+			if [ $$rc -ne 0 ]; then tail -50 $(ITEST_DIR)/$$s-nobody.log; awk -f scripts/failures.awk $(ITEST_DIR)/$$s-nobody.log; exit $$rc; fi; \
 		fi; \
 	done
 

@@ -57,8 +57,9 @@ func statOf(pool map[string]any, k string) int {
 
 // waitingStages are the pids of the exec stages waiting in s's
 // pre-started sandboxes (found under the server's process tree); it waits
-// until there is at least one, and a moment more for each to record its
-// state.
+// until there is at least one and the server counts as many ready (a
+// stage exists before its runner has recorded the sandbox's state and said
+// so; on a loaded machine a call between the two starts cold).
 func waitingStages(t *testing.T, s *mcpServer) []int {
 	t.Helper()
 	server := s.cmd.Process.Pid
@@ -80,8 +81,7 @@ func waitingStages(t *testing.T, s *mcpServer) []int {
 				}
 			}
 		}
-		if len(found) > 0 {
-			time.Sleep(300 * time.Millisecond)
+		if len(found) > 0 && statOf(prestartStats(t, s), "ready") >= len(found) {
 			return found
 		}
 	}

@@ -321,7 +321,8 @@ type PrestartStats struct {
 	// or discarded took to start, in all; Builds how many they were.
 	BuildSeconds float64
 	Builds       uint64
-	// Ready is the idle runners holding (or starting) a sandbox.
+	// Ready is the idle runners whose sandbox is started and recorded,
+	// waiting for a run of its shape.
 	Ready int
 }
 
