@@ -375,6 +375,9 @@ func Run(ctx context.Context, o Options) error {
 		defer db.RemoveAll(context.Background())
 		runOn = db
 	}
+	if n := reg.AwaitLeftMounted(10 * time.Second); n > 0 {
+		logger.Warn("persistent workspaces a dead server had mounted are still held by its processes; resuming them fails with session_busy until they let go", "workspaces", n)
+	}
 	// What dead servers left: their containers are gone by now (the
 	// writers stopped), so their workspaces go, in the background: no
 	// leftover (a deep tree, a huge one) holds this start-up.

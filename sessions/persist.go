@@ -115,6 +115,7 @@ func (s *Registry) preparePersist() error {
 		}
 	}
 	s.persisted = map[string]string{}
+	var held []string
 	s.scanPersist(func(dir string, m persistMeta) bool {
 		if ReplicaOf(m.ID) == s.cfg.Replica {
 			s.persisted[m.ID] = dir
@@ -126,11 +127,39 @@ func (s *Registry) preparePersist() error {
 				volume.Thaw(mnt)
 				_ = volume.Unmount(mnt)
 				lock.Close()
+				held = append(held, filepath.Join(dir, "image"))
 			}
 		}
 		return true
 	})
+	s.leftMounted = held
 	return nil
+}
+
+// AwaitLeftMounted waits, for d at most, until the filesystems of the
+// persistent workspaces a dead server left mounted (unmounted lazily by
+// New) have let go of their images. A server restarted right after a
+// crash starts while the kernel still tears down the dead server's
+// sandboxes, whose mount namespaces hold those filesystems (on a machine
+// busy with I/O, ext4's unmount takes seconds): without the wait the
+// first call to resume one would find it held (session_busy). Called
+// once the backend has removed the dead server's containers, before the
+// server takes calls; it returns how many are still held.
+func (s *Registry) AwaitLeftMounted(d time.Duration) int {
+	images := s.leftMounted
+	s.leftMounted = nil
+	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+		held := images[:0]
+		for _, image := range images {
+			if loopBacked(image) {
+				held = append(held, image)
+			}
+		}
+		images = held
+		if len(images) == 0 || time.Now().After(deadline) {
+			return len(images)
+		}
+	}
 }
 
 // removePersistent removes a persistent workspace's directory (its lock
@@ -499,7 +528,8 @@ func (s *Registry) mountPersistent(dir string, m *persistMeta) error {
 	// The lazy unmount ends the old filesystem once nothing holds it; a
 	// second mount of the image before that would corrupt it.
 	// Under the registry's lock: a short wait only (a start-up unmounted
-	// a dead server's mounts already); past it the caller retries.
+	// a dead server's mounts and waited for them: AwaitLeftMounted); past
+	// it the caller retries.
 	for deadline := time.Now().Add(200 * time.Millisecond); loopBacked(image); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			if f := s.onHeld; f != nil && s.heldRunning.CompareAndSwap(false, true) {

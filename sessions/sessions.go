@@ -141,6 +141,7 @@ type Registry struct {
 	persistDir  string            // persistent workspaces (see persist.go)
 	persisted   map[string]string // this replica's persistent workspaces: id -> directory
 	onHeld      func()            // see OnHeld
+	leftMounted []string          // images of a dead server's mounts New undid; see AwaitLeftMounted
 	heldRunning atomic.Bool
 
 	snapMu       sync.Mutex
