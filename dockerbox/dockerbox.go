@@ -102,6 +102,10 @@ type Config struct {
 	// readiness probe): a bubblewrap sandbox of its own, as on the native
 	// backend.
 	Native *backend.Native
+	// Prestart, when set, says whether to start an exec stage for a
+	// session's next run after each run now (--sandbox-pool and its CPU
+	// budget); nil: never.
+	Prestart func() bool
 }
 
 // Backend implements backend.Backend on a Docker engine.
@@ -123,14 +127,20 @@ type Backend struct {
 	containers map[string]*box // by session workspace (its incarnation)
 	creating   map[string]*sync.Mutex
 	closed     map[string]bool // workspaces whose session ended
+	stats      PrestartStats   // see Stats
 }
 
 // box is one session's container.
 type box struct {
 	id      string
 	session string
-	pid1    int // host pid of its PID 1
-	running int // runs in it now
+	user    string // the container's user (Backend.userOf)
+	pid1    int    // host pid of its PID 1
+	running int    // runs in it now
+	// next is an exec stage started for the box's next run, waiting for
+	// it; starting is true while one is being started (see prestart.go).
+	next     *waitingExec
+	starting bool
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -242,6 +252,14 @@ func CheckImage(ctx context.Context, cli *client.Client, image string) error {
 		image, LabelRecipe, got, strings.Join(KnownRecipes(), " or "), image)}
 }
 
+// stageMode lets a container's users run the exec stage but not read it:
+// the kernel then makes each stage process non-dumpable from its exec on,
+// so that no other process of the same user opens its stdin, memory or
+// environment through /proc (a stage waiting for a session's next run,
+// see prestart.go, would otherwise take a run configuration written in by
+// the session's code); the command it execs is dumpable again.
+const stageMode = 0o711
+
 // stageBinary copies the exec stage into the state directory (once per
 // build), where containers mount it from: the path a container's mount
 // table shows is the state directory's, never the binary's own, and as
@@ -270,6 +288,11 @@ func stageBinary(stateDir, src string) (string, error) {
 	_ = os.Chmod(dir, 0o711)
 	dst := filepath.Join(dir, "srt-mcp-exec-"+hex.EncodeToString(h.Sum(nil))[:16])
 	if fi, err := os.Lstat(dst); err == nil && fi.Mode().IsRegular() {
+		if fi.Mode().Perm() != stageMode {
+			if err := os.Chmod(dst, stageMode); err != nil {
+				return "", err
+			}
+		}
 		return dst, nil
 	}
 	if _, err := in.Seek(0, io.SeekStart); err != nil {
@@ -284,7 +307,7 @@ func stageBinary(stateDir, src string) (string, error) {
 		os.Remove(tmp.Name())
 		return "", err
 	}
-	err = tmp.Chmod(0o755)
+	err = tmp.Chmod(stageMode)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -465,7 +488,7 @@ func (b *Backend) Container(ctx context.Context, bx backend.Box) (*box, error) {
 		b.remove(res.ID)
 		return nil, &runner.Error{Code: ErrCodeContainerDied, Message: fmt.Sprintf("the session's container did not stay up (%v)", err)}
 	}
-	c = &box{id: res.ID, session: bx.SessionID, pid1: insp.Container.State.Pid}
+	c = &box{id: res.ID, session: bx.SessionID, user: b.userOf(bx), pid1: insp.Container.State.Pid}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.creating, key)
@@ -527,6 +550,7 @@ func (b *Backend) forget(key string, c *box) {
 		delete(b.containers, key)
 	}
 	b.mu.Unlock()
+	b.dropNext(c)
 	b.remove(c.id)
 }
 
@@ -541,6 +565,7 @@ func (b *Backend) Destroy(bx backend.Box) error {
 	delete(b.containers, key)
 	b.mu.Unlock()
 	if ok {
+		b.dropNext(c)
 		b.remove(c.id)
 	}
 	return nil
@@ -560,6 +585,7 @@ func (b *Backend) Release(bx backend.Box) {
 	}
 	b.mu.Unlock()
 	if ok {
+		b.dropNext(c)
 		b.remove(c.id)
 	}
 }
@@ -653,10 +679,11 @@ func (b *Backend) RemoveAll(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, c := range all {
 		wg.Add(1)
-		go func(id string) {
+		go func(c *box) {
 			defer wg.Done()
-			b.remove(id)
-		}(c.id)
+			b.dropNext(c)
+			b.remove(c.id)
+		}(c)
 	}
 	wg.Wait()
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -127,7 +128,7 @@ func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event
 	for k, v := range egEnv {
 		env = append(env, k+"="+v)
 	}
-	env = append(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	env = append(env, stagePATH)
 	tty := spec.Stdin == runner.StdinPTY
 	withStdin := spec.Stdin != runner.StdinNull
 	cwd := spec.Cwd
@@ -192,32 +193,55 @@ func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event
 			b.mu.Unlock()
 		}
 	}
-	ex, err := b.cli.ExecCreate(ctx, c.id, client.ExecCreateOptions{
-		User: b.userOf(bx), TTY: tty, ConsoleSize: size, AttachStdin: withStdin, AttachStdout: true, AttachStderr: true,
-		Env: env, WorkingDir: cwd, Cmd: argv,
-	})
-	if err != nil {
-		closeEgress()
-		release()
-		return nil, failed(b.engineErr("docker exec", err))
+	// The stage started ahead for this session's next run, else one now.
+	var waiting *waitingExec
+	if !tty {
+		waiting = b.takeWaiting(c, b.userOf(bx))
 	}
-	att, err := b.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{TTY: tty, ConsoleSize: size})
-	if err != nil {
-		closeEgress()
-		release()
-		return nil, failed(b.engineErr("docker exec attach", err))
+	var execID string
+	var att client.ExecAttachResult
+	if waiting != nil {
+		execID, att = waiting.execID, waiting.att
+	} else {
+		ex, err := b.cli.ExecCreate(ctx, c.id, client.ExecCreateOptions{
+			User: b.userOf(bx), TTY: tty, ConsoleSize: size, AttachStdin: withStdin, AttachStdout: true, AttachStderr: true,
+			Env: env, WorkingDir: cwd, Cmd: argv,
+		})
+		if err != nil {
+			closeEgress()
+			release()
+			return nil, failed(b.engineErr("docker exec", err))
+		}
+		att, err = b.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{TTY: tty, ConsoleSize: size})
+		if err != nil {
+			closeEgress()
+			release()
+			return nil, failed(b.engineErr("docker exec attach", err))
+		}
+		execID = ex.ID
 	}
-	e := &execRun{b: b, box: c, key: bx.Workspace, argv0: spec.Argv[0], execID: ex.ID, notFound: notFound, att: att, sink: sink,
+	e := &execRun{b: b, box: c, key: bx.Workspace, argv0: spec.Argv[0], execID: execID, notFound: notFound, att: att, sink: sink,
 		start: time.Now(), done: make(chan struct{}), oomBefore: oomBefore, release: release,
 		max: spec.Policy.Limits.MaxOutputBytes, grace: spec.Grace.Std(), egress: egress}
-	// The exec stage waits for its cgroup: find its host pid and put it
-	// there. Until then nothing of the command runs.
-	if err := e.adopt(ctx, name); err != nil {
+	// The exec stage waits for its cgroup (a waiting one for its run
+	// first): find its host pid and put it there. Until then nothing of
+	// the command runs.
+	var err2 error
+	if waiting != nil {
+		stage.Env, stage.Cwd, stage.NullStdin = env, cwd, !withStdin
+		err2 = e.claim(waiting.pid, name, stage)
+	} else {
+		err2 = e.adopt(ctx, name)
+	}
+	if err := err2; err != nil {
 		att.Close()
 		closeEgress()
 		release()
+		if errors.Is(err, errStageGone) {
+			return nil, err
+		}
 		if errors.Is(err, syscall.ESRCH) && !b.dead(c.id) {
-			if r, ierr := b.cli.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{}); ierr == nil {
+			if r, ierr := b.cli.ExecInspect(ctx, execID, client.ExecInspectOptions{}); ierr == nil {
 				err = fmt.Errorf("%w (exit status %d): %v", errStageGone, r.ExitCode, err)
 			} else {
 				err = fmt.Errorf("%w: %v", errStageGone, err)
@@ -245,6 +269,7 @@ func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event
 	if !withStdin {
 		_ = att.CloseWrite()
 	}
+	b.count(waiting != nil)
 	e.emit(runner.Event{Type: runner.EventReady})
 	if t := spec.Policy.Limits.Timeout.Std(); t > 0 {
 		e.timer = time.AfterFunc(t, func() { e.stop(runner.EventTimeout, t) })
@@ -330,6 +355,30 @@ func (e *execRun) adopt(ctx context.Context, name string) error {
 		return err
 	}
 	e.cg = cg
+	return nil
+}
+
+// claim gives the stage started ahead of this run (host pid) its cgroup
+// (as root), then its run; a stage that went away meanwhile is
+// errStageGone (nothing of the run started: it is tried again).
+func (e *execRun) claim(pid int, name string, run runner.DockerExec) error {
+	e.pid = pid
+	if e.b.cgroups {
+		cg, err := newRunCgroup(pid, name)
+		if err != nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			return fmt.Errorf("%w: %v", errStageGone, err)
+		}
+		e.cg = cg
+		run.Cgroup = name
+	}
+	if err := runner.WriteDockerRun(e.att.Conn, run); err != nil {
+		if e.cg != nil {
+			e.cg.kill()
+			e.cg.remove()
+		}
+		return fmt.Errorf("%w: %v", errStageGone, err)
+	}
 	return nil
 }
 
@@ -421,6 +470,11 @@ func (e *execRun) pump(tty bool) {
 	e.mu.Unlock()
 	dur := time.Since(e.start).Milliseconds()
 	dead := e.b.dead(e.box.id)
+	if !dead {
+		// The session's next run: its stage starts now, after this
+		// run's end is reported.
+		defer func() { go e.b.prestart(e.key, e.box) }()
+	}
 	// A run killed by SIGKILL that srt-mcp did not send: the container may
 	// be on its way out (docker rm -f, docker kill) and still say running
 	// for a moment.
@@ -526,8 +580,15 @@ func (e *execRun) kill() {
 // Write implements runner.Handle (stdin).
 func (e *execRun) Write(p []byte) (int, error) { return e.att.Conn.Write(p) }
 
-// CloseStdin implements runner.Handle.
-func (e *execRun) CloseStdin() error { return e.att.CloseWrite() }
+// CloseStdin implements runner.Handle. A command that ended without
+// waiting for the end of its input (it read what it needed) took its
+// attachment with it: its stdin is closed already.
+func (e *execRun) CloseStdin() error {
+	if err := e.att.CloseWrite(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}
 
 // Resize implements runner.Handle.
 func (e *execRun) Resize(rows, cols uint16) error {

@@ -83,13 +83,20 @@ func (o *Ops) BindRunners(idle func() int) {
 		func() float64 { return float64(idle()) }))
 }
 
-// PrestartStats is how the runner pool's executions got their sandboxes
-// (the runner pool's own count, field for field).
+// PrestartStats is how executions got their sandboxes (the runner pool's
+// own count, field for field, with the Docker backend's session runs
+// added in), and the Docker backend's part of it on its own.
 type PrestartStats struct {
 	Claimed, Cold, Unfit, Changed, Failed uint64
 	BuildSeconds                          float64
 	Builds                                uint64
 	Ready                                 int
+	// Docker: the server runs sessions on the Docker backend; its session
+	// runs that claimed an exec stage started ahead, that started their
+	// own, and the stages waiting.
+	Docker                    bool
+	DockerClaimed, DockerCold uint64
+	DockerReady               int
 }
 
 // BindPrestart adds the pre-started sandboxes' metrics (also in /healthz
@@ -224,6 +231,9 @@ func (o *Ops) Healthz() http.Handler {
 			pool := map[string]any{"ready": st.Ready, "claimed": st.Claimed, "cold": st.Cold, "unfit": st.Unfit, "changed": st.Changed, "failed": st.Failed}
 			if st.Builds > 0 {
 				pool["refill_ms_avg"] = float64(int(st.BuildSeconds/float64(st.Builds)*1e5)) / 100
+			}
+			if st.Docker {
+				pool["docker"] = map[string]any{"ready": st.DockerReady, "claimed": st.DockerClaimed, "cold": st.DockerCold}
 			}
 			body["sandbox_pool"] = pool
 		}

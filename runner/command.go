@@ -356,6 +356,16 @@ func (p *Pool) Prestart(sandboxes int) {
 	p.refill()
 }
 
+// PrestartNow reports whether a run ending now would start a sandbox
+// ahead of the next (the pool pre-starts them and the machine is within
+// its CPU budget): the Docker backend asks it for its sessions' next runs.
+func (p *Pool) PrestartNow() bool {
+	p.mu.Lock()
+	on, limit := p.prestart, p.busyLimit
+	p.mu.Unlock()
+	return on && p.cpu.Busy() < limit
+}
+
 // PrestartBusyLimit sets the CPU budget of sandboxes started ahead: none
 // is started after a run when the machine was busier than percent (of all
 // its CPUs) since the pool's last look; 100 or more: always.

@@ -1,6 +1,12 @@
 package runner
 
-import "encoding/json"
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
 
 // ModeDockerExec is the exec stage of the Docker backend: each run in a
 // session's container is `docker exec <mounted srt-mcp> __docker-exec
@@ -31,6 +37,76 @@ type DockerExec struct {
 	// NoFallocate: the seccomp filter refuses fallocate (see
 	// Spec.NoFallocate).
 	NoFallocate bool `json:"nofallocate,omitempty"`
+
+	// Wait: the stage was started ahead of its run (a session's next run
+	// then skips the engine's start of a process, ~40 ms): it waits for
+	// the run's configuration on its stdin (WriteDockerRun), which sets
+	// the fields below as well; nothing else of this one is used.
+	Wait bool `json:"wait,omitempty"`
+	// Env is set over the stage's own environment (the container's and
+	// PATH), Cwd is entered, and NullStdin gives the command /dev/null as
+	// its stdin: what the exec's own options do in a run started for it.
+	Env       []string `json:"env,omitempty"`
+	Cwd       string   `json:"cwd,omitempty"`
+	NullStdin bool     `json:"nullstdin,omitempty"`
+}
+
+// maxDockerRunBytes bounds the configuration a waiting stage reads.
+const maxDockerRunBytes = 1 << 20
+
+// WriteDockerRun sends a waiting stage (DockerExec.Wait) its run: the
+// configuration's length (4 bytes, big-endian), then the configuration,
+// so that the stage reads exactly it and leaves the rest of its stdin to
+// the command.
+func WriteDockerRun(w io.Writer, d DockerExec) error {
+	d.V, d.Wait = DockerExecVersion, false
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	if len(b) > maxDockerRunBytes {
+		return fmt.Errorf("the run's configuration is %d bytes, more than %d", len(b), maxDockerRunBytes)
+	}
+	msg := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(b)), uint32(len(b)))
+	_, err = w.Write(append(msg, b...))
+	return err
+}
+
+// readDockerRun is WriteDockerRun's other end.
+func readDockerRun(r io.Reader) (DockerExec, error) {
+	var d DockerExec
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return d, fmt.Errorf("no run came: %v", err)
+	}
+	size := binary.BigEndian.Uint32(n[:])
+	if size > maxDockerRunBytes {
+		return d, fmt.Errorf("a run configuration of %d bytes", size)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return d, fmt.Errorf("the run's configuration was cut: %v", err)
+	}
+	if err := json.Unmarshal(b, &d); err != nil || d.V != DockerExecVersion || d.Wait || len(d.Argv) == 0 {
+		return DockerExec{}, fmt.Errorf("bad run configuration (%v)", err)
+	}
+	return d, nil
+}
+
+// overEnv is env with each of over's variables set (replacing env's).
+func overEnv(env, over []string) []string {
+	out := make([]string, 0, len(env)+len(over))
+	set := map[string]bool{}
+	for _, kv := range over {
+		k, _, _ := strings.Cut(kv, "=")
+		set[k] = true
+	}
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); !set[k] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, over...)
 }
 
 // Arg encodes the configuration as the stage's argument.

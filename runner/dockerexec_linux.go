@@ -25,8 +25,37 @@ func dockerExecMain() int {
 		return fail(125, "__docker-exec is internal (srt-mcp serve --backend docker runs it)")
 	}
 	var cfg DockerExec
-	if err := json.Unmarshal([]byte(os.Args[2]), &cfg); err != nil || cfg.V != DockerExecVersion || len(cfg.Argv) == 0 {
+	if err := json.Unmarshal([]byte(os.Args[2]), &cfg); err != nil || cfg.V != DockerExecVersion || len(cfg.Argv) == 0 && !cfg.Wait {
 		return fail(125, "__docker-exec: bad configuration (%v)", err)
+	}
+	env := os.Environ()
+	if cfg.Wait {
+		// What the exec stage's mode already does (the server's copy of
+		// it is not readable to the container's users), done here too:
+		// nothing of this user's reaches the stage's stdin through /proc.
+		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+			return fail(125, "prctl(PR_SET_DUMPABLE): %v", err)
+		}
+		run, err := readDockerRun(os.Stdin)
+		if err != nil {
+			return fail(125, "__docker-exec: %v", err)
+		}
+		cfg, env = run, overEnv(env, run.Env)
+		if cfg.NullStdin {
+			null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return fail(125, "/dev/null: %v", err)
+			}
+			if err := unix.Dup3(null, 0, 0); err != nil {
+				return fail(125, "stdin: %v", err)
+			}
+			unix.Close(null)
+		}
+		if cfg.Cwd != "" {
+			if err := unix.Chdir(cfg.Cwd); err != nil {
+				return fail(125, "cannot enter working directory %s: %v", cfg.Cwd, err)
+			}
+		}
 	}
 	if cfg.Cgroup != "" {
 		// Nothing runs until the server has this process in the run's
@@ -46,7 +75,7 @@ func dockerExecMain() int {
 	if err := applyRlimits(rlimits{FSize: cfg.FileSize, NoFile: cfg.OpenFiles}); err != nil {
 		return fail(125, "%v", err)
 	}
-	path, code, err := lookPath(cfg.Argv[0], os.Getenv("PATH"))
+	path, code, err := lookPath(cfg.Argv[0], envValue(env, "PATH"))
 	if err != nil {
 		if code == ErrCodeNotFound && cfg.NotFound != "" {
 			if fd, err := unix.Open(cfg.NotFound, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600); err == nil {
@@ -62,6 +91,6 @@ func dockerExecMain() int {
 	if err := installSeccomp(seccompOpts{NoFallocate: cfg.NoFallocate}); err != nil {
 		return fail(125, "seccomp: %v", err)
 	}
-	err = unix.Exec(path, cfg.Argv, os.Environ())
+	err = unix.Exec(path, cfg.Argv, env)
 	return fail(126, "cannot execute %s: %v", cfg.Argv[0], err)
 }

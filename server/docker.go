@@ -13,9 +13,10 @@ import (
 
 // dockerBackend connects the Docker backend, removes the containers of
 // dead servers, and keeps doing so every d.CleanupInterval.
-func dockerBackend(d Docker, stateDir, persistDir, instance, execStage string, fileSize int64, native *backend.Native, logger *slog.Logger) (*dockerbox.Backend, error) {
+func dockerBackend(d Docker, stateDir, persistDir, instance, execStage string, fileSize int64, native *backend.Native, prestart func() bool, logger *slog.Logger) (*dockerbox.Backend, error) {
 	b, err := dockerbox.New(context.Background(), dockerbox.Config{Image: d.Image, Memory: d.Memory, CPUs: d.CPUs,
-		StateDir: stateDir, PersistDir: persistDir, Instance: instance, Egress: netproxy.Egress, ExecStage: execStage, FileSize: fileSize, Native: native})
+		StateDir: stateDir, PersistDir: persistDir, Instance: instance, Egress: netproxy.Egress, ExecStage: execStage, FileSize: fileSize, Native: native,
+		Prestart: prestart})
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/srt-mcp/srt-mcp/apikeys"
 	"github.com/srt-mcp/srt-mcp/backend"
+	"github.com/srt-mcp/srt-mcp/dockerbox"
 	"github.com/srt-mcp/srt-mcp/errs"
 	"github.com/srt-mcp/srt-mcp/executions"
 	"github.com/srt-mcp/srt-mcp/guard"
@@ -355,12 +356,13 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	var runOn backend.Backend = native
+	var dockerStats func() dockerbox.PrestartStats
 	if docker {
 		execStage := o.StageBinary
 		if execStage == "" {
 			execStage = o.RunnerBinary
 		}
-		db, err := dockerBackend(o.Docker, o.StateDir, reg.PersistDir(), reg.Instance(), execStage, o.Ceiling.Limits.MaxFileSizeBytes, native, logger)
+		db, err := dockerBackend(o.Docker, o.StateDir, reg.PersistDir(), reg.Instance(), execStage, o.Ceiling.Limits.MaxFileSizeBytes, native, pool.PrestartNow, logger)
 		if err != nil {
 			return err
 		}
@@ -373,7 +375,7 @@ func Run(ctx context.Context, o Options) error {
 			}
 		})
 		defer db.RemoveAll(context.Background())
-		runOn = db
+		runOn, dockerStats = db, db.Stats
 	}
 	if n := reg.AwaitLeftMounted(10 * time.Second); n > 0 {
 		logger.Warn("persistent workspaces a dead server had mounted are still held by its processes; resuming them fails with session_busy until they let go", "workspaces", n)
@@ -401,7 +403,20 @@ func Run(ctx context.Context, o Options) error {
 	}
 	metrics := ops.New()
 	metrics.BindRunners(pool.Idle)
-	metrics.BindPrestart(func() ops.PrestartStats { return ops.PrestartStats(pool.Stats()) })
+	metrics.BindPrestart(func() ops.PrestartStats {
+		p := pool.Stats()
+		st := ops.PrestartStats{Claimed: p.Claimed, Cold: p.Cold, Unfit: p.Unfit, Changed: p.Changed, Failed: p.Failed,
+			BuildSeconds: p.BuildSeconds, Builds: p.Builds, Ready: p.Ready}
+		if dockerStats != nil {
+			// Session runs on the Docker backend: a stage started ahead
+			// of them, or their own.
+			d := dockerStats()
+			st.Claimed, st.Cold, st.Ready = st.Claimed+d.Claimed, st.Cold+d.Cold, st.Ready+d.Ready
+			st.Builds, st.BuildSeconds = st.Builds+d.Builds, st.BuildSeconds+d.BuildSeconds
+			st.Docker, st.DockerClaimed, st.DockerCold, st.DockerReady = true, d.Claimed, d.Cold, d.Ready
+		}
+		return st
+	})
 	svc := service.New(service.Config{
 		Ceiling: o.Ceiling, DefaultTimeout: def, Home: o.Home, Logger: logger, Hide: []string{o.StateDir, reg.PersistDir()},
 		EgressCADir: caDir,
