@@ -37,6 +37,12 @@ type waitingExec struct {
 // the run sets its own.
 const stagePATH = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// prestartDelay is how long after a run its session's next stage starts:
+// a container that serves one call (the LibreChat API's) is released
+// right after its run, and a stage started in it would be wasted work of
+// the engine's. An agent's next call comes seconds later.
+const prestartDelay = 30 * time.Millisecond
+
 // prestart starts the stage of the next run of c (the container of the
 // session whose workspace is key), unless one waits or is starting, the
 // container is no longer the session's, or Config.Prestart says no.
@@ -44,6 +50,7 @@ func (b *Backend) prestart(key string, c *box) {
 	if b.cfg.Prestart == nil || !b.cfg.Prestart() {
 		return
 	}
+	time.Sleep(prestartDelay)
 	b.mu.Lock()
 	if c.next != nil || c.starting || b.containers[key] != c {
 		b.mu.Unlock()
