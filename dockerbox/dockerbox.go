@@ -600,6 +600,7 @@ func (b *Backend) Recycle(bx backend.Box) {
 	}
 	b.mu.Unlock()
 	if ok {
+		b.dropNext(c)
 		b.remove(c.id)
 	}
 }

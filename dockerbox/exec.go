@@ -194,9 +194,13 @@ func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event
 		}
 	}
 	// The stage started ahead for this session's next run, else one now.
+	// A run on a terminal does not claim it, and ends it: no code of the
+	// session runs beside a waiting stage (see prestart.go).
 	var waiting *waitingExec
 	if !tty {
 		waiting = b.takeWaiting(c, b.userOf(bx))
+	} else {
+		b.dropNext(c)
 	}
 	var execID string
 	var att client.ExecAttachResult

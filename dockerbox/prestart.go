@@ -24,6 +24,17 @@ import (
 // one session's container and runs as its user, holds nothing of any run,
 // and is never reused: a session has at most one, and it goes with the
 // container.
+//
+// No code of the session runs beside a waiting stage: one is started only
+// when nothing runs in the container, and a run that does not claim it (an
+// interactive one, beside which a later run could start) ends it first.
+// Non-dumpable keeps other processes of its user out of its stdin, memory
+// and environment, but not out of what needs only the same user: they
+// could stop it (the next run hung until its timeout) or lower its limits,
+// nice, scheduling policy or CPUs (prlimit, setpriority,
+// sched_setaffinity), and the next run would inherit that from a run that
+// had ended. Code running beside a run can do as much to that run, cold
+// or claimed; what a run did must not outlive it.
 
 // waitingExec is an exec stage started ahead of its session's next run.
 type waitingExec struct {
@@ -45,14 +56,15 @@ const prestartDelay = 30 * time.Millisecond
 
 // prestart starts the stage of the next run of c (the container of the
 // session whose workspace is key), unless one waits or is starting, the
-// container is no longer the session's, or Config.Prestart says no.
+// container is no longer the session's, something runs in it (an
+// interpreter, an interactive run: see above), or Config.Prestart says no.
 func (b *Backend) prestart(key string, c *box) {
 	if b.cfg.Prestart == nil || !b.cfg.Prestart() {
 		return
 	}
 	time.Sleep(prestartDelay)
 	b.mu.Lock()
-	if c.next != nil || c.starting || b.containers[key] != c {
+	if c.next != nil || c.starting || c.running > 0 || b.containers[key] != c {
 		b.mu.Unlock()
 		return
 	}
@@ -62,7 +74,8 @@ func (b *Backend) prestart(key string, c *box) {
 	w, err := b.startWaiting(c)
 	b.mu.Lock()
 	c.starting = false
-	keep := err == nil && c.next == nil && b.containers[key] == c
+	// A run that started meanwhile did not claim it, and runs beside it.
+	keep := err == nil && c.next == nil && c.running == 0 && b.containers[key] == c
 	if keep {
 		c.next = w
 		b.stats.Builds++
@@ -158,7 +171,8 @@ func (b *Backend) count(claimed bool) {
 	b.mu.Unlock()
 }
 
-// dropNext lets go of the stage waiting in c (its container goes).
+// dropNext lets go of the stage waiting in c (its container goes, or a run
+// that does not claim it starts): its stdin ends, and so does it.
 func (b *Backend) dropNext(c *box) {
 	b.mu.Lock()
 	w := c.next
