@@ -98,8 +98,8 @@ func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event
 	nb := make([]byte, 8)
 	_, _ = rand.Read(nb)
 	name := "srt-run-" + hex.EncodeToString(nb)
-	notFound := "/tmp/." + name + ".notfound"
-	stage := runner.DockerExec{Argv: spec.Argv, NotFound: notFound, FileSize: uint64(b.cfg.FileSize), NoFallocate: spec.NoFallocate}
+	notFound, badCwd := "/tmp/."+name+".notfound", "/tmp/."+name+".badcwd"
+	stage := runner.DockerExec{Argv: spec.Argv, NotFound: notFound, FileSize: uint64(b.cfg.FileSize), NoFallocate: spec.NoFallocate, BadCwd: badCwd}
 	if l := spec.Policy.Limits; l.MaxFileSizeBytes > 0 && l.MaxFileSizeBytes < b.cfg.FileSize {
 		stage.FileSize = uint64(l.MaxFileSizeBytes)
 	}
@@ -108,6 +108,12 @@ func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event
 	}
 	if b.cgroups {
 		stage.Cgroup = name
+	}
+	// The stage enters the working directory, in a run started for it as
+	// in one started ahead (whose exec's own is fixed before the run).
+	stage.Cwd = spec.Cwd
+	if stage.Cwd == "" {
+		stage.Cwd = sessions.WorkspaceMount
 	}
 	argv := []string{ExecStageMount, runner.ModeDockerExec, stage.Arg()}
 	env := []string{}
@@ -131,10 +137,6 @@ func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event
 	env = append(env, stagePATH)
 	tty := spec.Stdin == runner.StdinPTY
 	withStdin := spec.Stdin != runner.StdinNull
-	cwd := spec.Cwd
-	if cwd == "" {
-		cwd = sessions.WorkspaceMount
-	}
 	size := client.ConsoleSize{Height: uint(spec.Rows), Width: uint(spec.Cols)}
 	if tty && size.Height == 0 {
 		size = client.ConsoleSize{Height: 24, Width: 80}
@@ -209,7 +211,7 @@ func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event
 	} else {
 		ex, err := b.cli.ExecCreate(ctx, c.id, client.ExecCreateOptions{
 			User: b.userOf(bx), TTY: tty, ConsoleSize: size, AttachStdin: withStdin, AttachStdout: true, AttachStderr: true,
-			Env: env, WorkingDir: cwd, Cmd: argv,
+			Env: env, WorkingDir: sessions.WorkspaceMount, Cmd: argv,
 		})
 		if err != nil {
 			closeEgress()
@@ -224,7 +226,7 @@ func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event
 		}
 		execID = ex.ID
 	}
-	e := &execRun{b: b, box: c, key: bx.Workspace, argv0: spec.Argv[0], execID: execID, notFound: notFound, att: att, sink: sink,
+	e := &execRun{b: b, box: c, key: bx.Workspace, argv0: spec.Argv[0], execID: execID, notFound: notFound, badCwd: badCwd, cwd: stage.Cwd, att: att, sink: sink,
 		start: time.Now(), done: make(chan struct{}), oomBefore: oomBefore, release: release,
 		max: spec.Policy.Limits.MaxOutputBytes, grace: spec.Grace.Std(), egress: egress}
 	// The exec stage waits for its cgroup (a waiting one for its run
@@ -232,7 +234,7 @@ func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event
 	// the command runs.
 	var err2 error
 	if waiting != nil {
-		stage.Env, stage.Cwd, stage.NullStdin = env, cwd, !withStdin
+		stage.Env, stage.NullStdin = env, !withStdin
 		err2 = e.claim(waiting.pid, name, stage)
 	} else {
 		err2 = e.adopt(ctx, name)
@@ -307,6 +309,8 @@ type execRun struct {
 	pid       int        // host pid of the exec stage (then the command)
 	cg        *runCgroup // nil when the server cannot make cgroups
 	notFound  string
+	badCwd    string // the marker of a working directory the stage could not enter
+	cwd       string
 	att       client.ExecAttachResult
 	sink      func(runner.Event)
 	start     time.Time
@@ -461,6 +465,7 @@ func (e *execRun) pump(tty bool) {
 	// end is reported, as in a native sandbox.
 	e.killAll()
 	notFound := code == 127 && e.b.takeMarker(e.box, e.notFound)
+	badCwd := code == 126 && e.b.takeMarker(e.box, e.badCwd)
 	e.release()
 	e.b.emptyTmp(e.box)
 	e.mu.Lock()
@@ -504,6 +509,9 @@ func (e *execRun) pump(tty bool) {
 	case code == 137 && e.b.oomKills(e.box.id) > e.oomBefore:
 		e.emit(runner.Event{Type: runner.EventError, ErrCode: ErrCodeOOM, DurationMS: dur, Truncated: trunc,
 			Message: fmt.Sprintf("the run was killed for exceeding the container's memory limit (%s, SANDBOX_MEMORY_LIMIT)", human(e.b.cfg.Memory))})
+	case badCwd:
+		e.emit(runner.Event{Type: runner.EventError, ErrCode: runner.ErrCodeInvalidCwd, DurationMS: dur,
+			Message: fmt.Sprintf("cannot enter working directory %s: it is not a directory the session's user may enter in the container; give one under %s or /tmp", e.cwd, sessions.WorkspaceMount)})
 	case notFound:
 		e.emit(runner.Event{Type: runner.EventError, ErrCode: runner.ErrCodeNotFound, DurationMS: dur,
 			Message: fmt.Sprintf("%s: command not found in the image %s", e.argv0, e.b.cfg.Image)})

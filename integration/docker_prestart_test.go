@@ -7,6 +7,7 @@ package integration
 // command must not be able to tell it from a stage started for it.
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +83,13 @@ func TestDockerPrestartedStageIsLikeCold(t *testing.T) {
 	if s := flat(r); !strings.Contains(s, "not found") {
 		t.Fatalf("a missing command in a claimed stage: %s", s)
 	}
-	if n := statOf(dockerStats(t, d), "claimed"); n < 3 {
+	// A working directory the stage cannot enter is invalid_cwd, as in a
+	// stage started for the run (below).
+	waitDockerReady(t, d)
+	if r, _ := d.call("execute_code", map[string]any{"session_id": sid, "command": "true", "working_directory": "/mnt/data/a.txt"}); !strings.HasPrefix(fmt.Sprint(r["error"]), "invalid_cwd") {
+		t.Fatalf("a claimed stage's working directory that is a file: %s", flat(r))
+	}
+	if n := statOf(dockerStats(t, d), "claimed"); n < 4 {
 		t.Fatalf("the later runs did not claim stages: %v", dockerStats(t, d))
 	}
 	// --sandbox-pool 0: none is started ahead.
@@ -94,5 +101,10 @@ func TestDockerPrestartedStageIsLikeCold(t *testing.T) {
 	}
 	if st := dockerStats(t, d0); statOf(st, "claimed") != 0 || statOf(st, "ready") != 0 {
 		t.Fatalf("--sandbox-pool 0 started stages ahead: %v", st)
+	}
+	for _, cwd := range []string{"/mnt/data/a.txt", "/mnt/data/nope"} {
+		if r, _ := d0.call("execute_code", map[string]any{"session_id": sid0, "command": "true", "working_directory": cwd}); !strings.HasPrefix(fmt.Sprint(r["error"]), "invalid_cwd") {
+			t.Fatalf("a stage's own working directory %s: %s", cwd, flat(r))
+		}
 	}
 }

@@ -38,16 +38,22 @@ type DockerExec struct {
 	// Spec.NoFallocate).
 	NoFallocate bool `json:"nofallocate,omitempty"`
 
+	// Cwd is entered before anything else of the run; when it cannot be,
+	// BadCwd is created (empty) and the stage exits 126, so that the
+	// server tells a working directory that is not there from the
+	// command's own exit.
+	Cwd    string `json:"cwd,omitempty"`
+	BadCwd string `json:"badcwd,omitempty"`
+
 	// Wait: the stage was started ahead of its run (a session's next run
 	// then skips the engine's start of a process, ~40 ms): it waits for
 	// the run's configuration on its stdin (WriteDockerRun), which sets
 	// the fields below as well; nothing else of this one is used.
 	Wait bool `json:"wait,omitempty"`
 	// Env is set over the stage's own environment (the container's and
-	// PATH), Cwd is entered, and NullStdin gives the command /dev/null as
-	// its stdin: what the exec's own options do in a run started for it.
+	// PATH), and NullStdin gives the command /dev/null as its stdin: what
+	// the exec's own options do in a run started for it.
 	Env       []string `json:"env,omitempty"`
-	Cwd       string   `json:"cwd,omitempty"`
 	NullStdin bool     `json:"nullstdin,omitempty"`
 }
 

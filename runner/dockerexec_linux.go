@@ -13,8 +13,8 @@ import (
 )
 
 // dockerExecMain is "srt-mcp __docker-exec CONFIG" inside a container.
-// Failures before the command runs exit 125 (127 for a missing command)
-// with the reason on stderr.
+// Failures before the command runs exit 125 (127 for a missing command,
+// 126 for a working directory it cannot enter) with the reason on stderr.
 func dockerExecMain() int {
 	runtime.LockOSThread()
 	fail := func(rc int, format string, args ...any) int {
@@ -51,11 +51,6 @@ func dockerExecMain() int {
 			}
 			unix.Close(null)
 		}
-		if cfg.Cwd != "" {
-			if err := unix.Chdir(cfg.Cwd); err != nil {
-				return fail(125, "cannot enter working directory %s: %v", cfg.Cwd, err)
-			}
-		}
 	}
 	if cfg.Cgroup != "" {
 		// Nothing runs until the server has this process in the run's
@@ -72,15 +67,21 @@ func dockerExecMain() int {
 			time.Sleep(time.Millisecond)
 		}
 	}
+	// After the cgroup: the server has adopted the stage, and reports a
+	// working directory it could not enter from the marker.
+	if cfg.Cwd != "" {
+		if err := unix.Chdir(cfg.Cwd); err != nil {
+			mark(cfg.BadCwd)
+			return fail(126, "cannot enter working directory %s: %v", cfg.Cwd, err)
+		}
+	}
 	if err := applyRlimits(rlimits{FSize: cfg.FileSize, NoFile: cfg.OpenFiles}); err != nil {
 		return fail(125, "%v", err)
 	}
 	path, code, err := lookPath(cfg.Argv[0], envValue(env, "PATH"))
 	if err != nil {
-		if code == ErrCodeNotFound && cfg.NotFound != "" {
-			if fd, err := unix.Open(cfg.NotFound, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600); err == nil {
-				unix.Close(fd)
-			}
+		if code == ErrCodeNotFound {
+			mark(cfg.NotFound)
 		}
 		if code == ErrCodeNotExecutable {
 			return fail(126, "%v", err)
@@ -93,4 +94,15 @@ func dockerExecMain() int {
 	}
 	err = unix.Exec(path, cfg.Argv, env)
 	return fail(126, "cannot execute %s: %v", cfg.Argv[0], err)
+}
+
+// mark creates the (empty) marker file path, unless path is "": the
+// server finds it in the container's /tmp after the stage exited.
+func mark(path string) {
+	if path == "" {
+		return
+	}
+	if fd, err := unix.Open(path, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600); err == nil {
+		unix.Close(fd)
+	}
 }
