@@ -380,7 +380,12 @@ func (e *execRun) claim(pid int, name string, run runner.DockerExec) error {
 		e.cg = cg
 		run.Cgroup = name
 	}
-	if err := runner.WriteDockerRun(e.att.Conn, run); err != nil {
+	// Bounded: a stage that does not read (it is gone, or stopped) makes
+	// the run try again rather than wait with it.
+	_ = e.att.Conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	err := runner.WriteDockerRun(e.att.Conn, run)
+	_ = e.att.Conn.SetWriteDeadline(time.Time{})
+	if err != nil {
 		if e.cg != nil {
 			e.cg.kill()
 			e.cg.remove()
