@@ -44,6 +44,18 @@ func waitDockerReady(t *testing.T, d *dataServer) {
 	}
 }
 
+// dockerSessionWaiting starts a Docker-backend server that starts stages
+// ahead, and a session whose first run is done, and waits until the stage
+// of the session's next run waits.
+func dockerSessionWaiting(t *testing.T) (*dataServer, string) {
+	t.Helper()
+	d := startData(t, dockerArgs(t), prestartFlags...)
+	sid := d.upload("", "a.txt", "x")
+	d.wantErrorless("execute_code", map[string]any{"session_id": sid, "command": "true"})
+	waitDockerReady(t, d)
+	return d, sid
+}
+
 func TestDockerPrestartedStageIsLikeCold(t *testing.T) {
 	parallel(t)
 	d := startData(t, dockerArgs(t), prestartFlags...)

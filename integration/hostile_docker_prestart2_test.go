@@ -17,10 +17,7 @@ import (
 // stage and hang until its timeout: what a run did must not outlive it.
 func TestHostileDockerWaitingStageStopped(t *testing.T) {
 	parallel(t)
-	d := startData(t, dockerArgs(t), prestartFlags...)
-	sid := d.upload("", "a.txt", "x")
-	d.wantErrorless("execute_code", map[string]any{"session_id": sid, "command": "true"})
-	waitDockerReady(t, d)
+	d, sid := dockerSessionWaiting(t)
 	out := interactiveRun(t, d, sid, stageFinderBrief+`if [ -n "$w" ] && kill -STOP $w; then echo stopped; else echo none; fi`)
 	t.Logf("attacker: %q", out)
 	start := time.Now()

@@ -37,10 +37,7 @@ done
 // environment to processes of its user.
 func TestHostileDockerWaitingStageInjected(t *testing.T) {
 	parallel(t)
-	d := startData(t, dockerArgs(t), prestartFlags...)
-	sid := d.upload("", "a.txt", "x")
-	d.wantErrorless("execute_code", map[string]any{"session_id": sid, "command": "true"})
-	waitDockerReady(t, d)
+	d, sid := dockerSessionWaiting(t)
 	out := interactiveRun(t, d, sid, stageFinderBrief+`[ -n "$w" ] || { echo "none done"; exit 0; }
 cfg='{"v":1,"argv":["/bin/sh","-c","echo INJECTED"]}'
 if printf '\000\000\000\057%s' "$cfg" > /proc/$w/fd/0 2>/dev/null; then echo wrote-stdin; fi
@@ -72,10 +69,7 @@ echo done`)
 // there.
 func TestHostileDockerWaitingStageKilled(t *testing.T) {
 	parallel(t)
-	d := startData(t, dockerArgs(t), prestartFlags...)
-	sid := d.upload("", "a.txt", "x")
-	d.wantErrorless("execute_code", map[string]any{"session_id": sid, "command": "true"})
-	waitDockerReady(t, d)
+	d, sid := dockerSessionWaiting(t)
 	out := interactiveRun(t, d, sid, stageFinderBrief+`[ -n "$w" ] && kill -9 $w && echo killed`)
 	t.Logf("attacker: %q", out)
 	c := d.wantErrorless("execute_code", map[string]any{"session_id": sid, "command": "echo after"})
