@@ -232,14 +232,13 @@ func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event
 	// The exec stage waits for its cgroup (a waiting one for its run
 	// first): find its host pid and put it there. Until then nothing of
 	// the command runs.
-	var err2 error
 	if waiting != nil {
 		stage.Env, stage.NullStdin = env, !withStdin
-		err2 = e.claim(waiting.pid, name, stage)
+		err = e.claim(waiting.pid, name, stage)
 	} else {
-		err2 = e.adopt(ctx, name)
+		err = e.adopt(ctx, name)
 	}
-	if err := err2; err != nil {
+	if err != nil {
 		att.Close()
 		closeEgress()
 		release()
