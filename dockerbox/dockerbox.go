@@ -542,6 +542,13 @@ func (b *Backend) remove(id string) {
 	}
 }
 
+// removeBox removes a session's container and lets go of the exec stage
+// waiting in it for the session's next run.
+func (b *Backend) removeBox(c *box) {
+	b.dropNext(c)
+	b.remove(c.id)
+}
+
 // forget drops a session's container (it died or was removed) and makes
 // sure it is gone.
 func (b *Backend) forget(key string, c *box) {
@@ -550,8 +557,7 @@ func (b *Backend) forget(key string, c *box) {
 		delete(b.containers, key)
 	}
 	b.mu.Unlock()
-	b.dropNext(c)
-	b.remove(c.id)
+	b.removeBox(c)
 }
 
 // Destroy implements backend.Backend: the session's container goes,
@@ -565,8 +571,7 @@ func (b *Backend) Destroy(bx backend.Box) error {
 	delete(b.containers, key)
 	b.mu.Unlock()
 	if ok {
-		b.dropNext(c)
-		b.remove(c.id)
+		b.removeBox(c)
 	}
 	return nil
 }
@@ -585,8 +590,7 @@ func (b *Backend) Release(bx backend.Box) {
 	}
 	b.mu.Unlock()
 	if ok {
-		b.dropNext(c)
-		b.remove(c.id)
+		b.removeBox(c)
 	}
 }
 
@@ -600,8 +604,7 @@ func (b *Backend) Recycle(bx backend.Box) {
 	}
 	b.mu.Unlock()
 	if ok {
-		b.dropNext(c)
-		b.remove(c.id)
+		b.removeBox(c)
 	}
 }
 
@@ -682,8 +685,7 @@ func (b *Backend) RemoveAll(ctx context.Context) {
 		wg.Add(1)
 		go func(c *box) {
 			defer wg.Done()
-			b.dropNext(c)
-			b.remove(c.id)
+			b.removeBox(c)
 		}(c)
 	}
 	wg.Wait()
