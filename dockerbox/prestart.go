@@ -40,8 +40,7 @@ import (
 type waitingExec struct {
 	execID string
 	att    client.ExecAttachResult
-	pid    int    // its host pid
-	user   string // the user it runs as
+	pid    int // its host pid
 }
 
 // stagePATH is the PATH the exec stage looks the command up in, unless
@@ -111,7 +110,7 @@ func (b *Backend) startWaiting(c *box) (*waitingExec, error) {
 			att.Close()
 			return nil, err
 		case r.PID > 0 && r.Running:
-			return &waitingExec{execID: ex.ID, att: att, pid: r.PID, user: c.user}, nil
+			return &waitingExec{execID: ex.ID, att: att, pid: r.PID}, nil
 		case !r.Running && r.ExitCode != 0, time.Now().After(deadline):
 			att.Close()
 			return nil, fmt.Errorf("the waiting exec stage did not start (exit status %d)", r.ExitCode)
@@ -120,7 +119,8 @@ func (b *Backend) startWaiting(c *box) (*waitingExec, error) {
 }
 
 // takeWaiting hands the stage waiting in c to a run as user, if one is
-// there and still waiting (the session's own code may have ended it).
+// there (it runs as the container's user), and still waiting (the
+// session's own code may have ended it).
 func (b *Backend) takeWaiting(c *box, user string) *waitingExec {
 	b.mu.Lock()
 	w := c.next
@@ -129,9 +129,13 @@ func (b *Backend) takeWaiting(c *box, user string) *waitingExec {
 	if w == nil {
 		return nil
 	}
+	if c.user != user {
+		w.att.Close()
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if r, err := b.cli.ExecInspect(ctx, w.execID, client.ExecInspectOptions{}); err != nil || !r.Running || r.PID != w.pid || w.user != user {
+	if r, err := b.cli.ExecInspect(ctx, w.execID, client.ExecInspectOptions{}); err != nil || !r.Running || r.PID != w.pid {
 		w.att.Close()
 		return nil
 	}
