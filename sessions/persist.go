@@ -148,6 +148,13 @@ func (s *Registry) preparePersist() error {
 func (s *Registry) AwaitLeftMounted(d time.Duration) int {
 	images := s.leftMounted
 	s.leftMounted = nil
+	return len(stillBacked(images, d))
+}
+
+// stillBacked waits, for d at most, until no loop device is backed by any
+// of images (their filesystems were unmounted lazily and end once nothing
+// holds them), and returns those still backed.
+func stillBacked(images []string, d time.Duration) []string {
 	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
 		held := images[:0]
 		for _, image := range images {
@@ -157,7 +164,7 @@ func (s *Registry) AwaitLeftMounted(d time.Duration) int {
 		}
 		images = held
 		if len(images) == 0 || time.Now().After(deadline) {
-			return len(images)
+			return images
 		}
 	}
 }
@@ -530,16 +537,14 @@ func (s *Registry) mountPersistent(dir string, m *persistMeta) error {
 	// Under the registry's lock: a short wait only (a start-up unmounted
 	// a dead server's mounts and waited for them: AwaitLeftMounted); past
 	// it the caller retries.
-	for deadline := time.Now().Add(200 * time.Millisecond); loopBacked(image); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			if f := s.onHeld; f != nil && s.heldRunning.CompareAndSwap(false, true) {
-				go func() {
-					defer s.heldRunning.Store(false)
-					f()
-				}()
-			}
-			return sessErr("session_busy", "workspace %s (%s) is still held by processes of the server that had it open; retry in a few seconds", printable.String(m.Name), m.ID)
+	if len(stillBacked([]string{image}, 200*time.Millisecond)) > 0 {
+		if f := s.onHeld; f != nil && s.heldRunning.CompareAndSwap(false, true) {
+			go func() {
+				defer s.heldRunning.Store(false)
+				f()
+			}()
 		}
+		return sessErr("session_busy", "workspace %s (%s) is still held by processes of the server that had it open; retry in a few seconds", printable.String(m.Name), m.ID)
 	}
 	if err := os.Mkdir(mnt, 0o711); err != nil && !errors.Is(err, fs.ErrExist) {
 		return sessErr("internal_error", "mounting the workspace: %s", hostless(err))
