@@ -463,7 +463,7 @@ func prestartKey(spec Spec) string {
 // them.
 func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 	p.mu.Lock()
-	prestart, gen, busyLimit := p.prestart, p.gen, p.busyLimit
+	prestart, gen := p.prestart, p.gen
 	p.mu.Unlock()
 	key := ""
 	if prestart {
@@ -472,7 +472,7 @@ func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 	// Within a CPU budget: on a busy machine the run's runner starts no
 	// sandbox after it (see prestartBusyLimit), but a waiting one of the
 	// run's shape is still used.
-	ahead := key != "" && p.cpu.Busy() < busyLimit
+	ahead := key != "" && p.PrestartNow()
 	spec.Prestart = ahead
 	body, err := specBody(spec)
 	if err != nil {
