@@ -16,11 +16,12 @@ import (
 // dockerStageProbe prints what a command could tell of how its stage
 // started: identity, working directory, environment, limits, privileges,
 // stdin, cgroup (the run's own name and a pipe's inode masked) and the
-// container's processes but the probe's own.
+// container's processes but the probe's own (a command line on one line:
+// how many of the probe's subshells are alive is its own timing).
 const dockerStageProbe = `id; pwd; env | LC_ALL=C sort | grep -v -e '^_=' -e '^SHLVL='; ulimit -a
 grep -E '^(Seccomp|NoNewPrivs|Cap(Inh|Prm|Eff|Bnd|Amb)|Uid|Gid|Groups|Cpus_allowed_list)' /proc/self/status
 readlink /proc/self/fd/0 | tr -d 0-9; cat /proc/self/oom_score_adj; sed 's/srt-run-[0-9a-f]*/RUN/' /proc/self/cgroup
-for p in /proc/[0-9]*; do c=$(tr '\0' ' ' < $p/cmdline 2>/dev/null); [ -n "$c" ] && echo "$c"; done | grep -v -e oom_score_adj -e '^sed ' -e '^tr ' -e '^grep ' -e '^sort' | LC_ALL=C sort`
+for p in /proc/[0-9]*; do c=$(tr '\0\n' '  ' < $p/cmdline 2>/dev/null); [ -n "$c" ] && echo "$c"; done | grep -v -e oom_score_adj -e '^sed ' -e '^tr ' -e '^grep ' -e '^sort' | LC_ALL=C sort`
 
 // dockerStats is /healthz's sandbox_pool.docker: the Docker backend's
 // session runs that claimed a stage started ahead, started their own, and
