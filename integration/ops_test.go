@@ -33,7 +33,7 @@ func TestOpsMetricsAndReadyz(t *testing.T) {
 		`srtmcp_sessions_active 1`,
 		`srtmcp_warm_pool_ready 0`,
 		`srtmcp_runners_idle `,
-		`srtmcp_executions_running `, // the server's own start-up work may still run
+		`srtmcp_executions_running 0`, // callers' runs only: the server's own start-up work is not counted
 		`go_goroutines`,
 	}
 	var missing []string

@@ -62,7 +62,7 @@ func New() *Ops {
 func (o *Ops) Bind(svc *service.Service) {
 	o.svc = svc
 	o.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "srtmcp_executions_running", Help: "Executions running now."},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "srtmcp_executions_running", Help: "Executions callers started, running now (the server's own, as its readiness probe, aside)."},
 			func() float64 { return float64(svc.Stats().Running) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "srtmcp_sessions_active", Help: "Open data and workspace sessions."},
 			func() float64 { return float64(svc.Stats().Sessions) }),

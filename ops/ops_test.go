@@ -25,15 +25,22 @@ import (
 // scripted is a backend whose sandboxes are scripts the test plays: a
 // command "observe me" hands its script to the test; the readiness
 // probe's /bin/true exits 0 while ready is set; anything else (the cache
-// template's build) fails to start.
+// template's build) fails to start, unless the test holds the build
+// (templates): its script is then the test's too.
 type scripted struct {
 	*backend.Native
-	ready   atomic.Bool
-	scripts chan *script
+	ready     atomic.Bool
+	scripts   chan *script
+	templates chan *script
 }
 
 func (b *scripted) Start(_ *backend.Box, spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
 	switch {
+	case b.templates != nil && len(spec.Argv) == 3 && strings.Contains(spec.Argv[2], "import matplotlib"):
+		s := newScript(sink)
+		s.emit(runner.Event{Type: runner.EventReady})
+		b.templates <- s
+		return s, nil
 	case len(spec.Argv) == 1 && spec.Argv[0] == "/bin/true" && b.ready.Load():
 		s := newScript(sink)
 		s.emit(runner.Event{Type: runner.EventExit})
@@ -83,8 +90,12 @@ func (s *script) Done() <-chan struct{}       { return s.done }
 // Observe, bound to the metrics' gauges.
 func newOps(t *testing.T) (*ops.Ops, *service.Service, *scripted) {
 	t.Helper()
+	return newOpsOn(t, &scripted{Native: &backend.Native{}, scripts: make(chan *script, 1)})
+}
+
+func newOpsOn(t *testing.T, b *scripted) (*ops.Ops, *service.Service, *scripted) {
+	t.Helper()
 	o := ops.New()
-	b := &scripted{Native: &backend.Native{}, scripts: make(chan *script, 1)}
 	svc := servicetest.New(t, service.Config{Backend: b, Observe: o.Observe})
 	o.Bind(svc)
 	return o, svc, b
@@ -223,9 +234,17 @@ func TestHealthz(t *testing.T) {
 }
 
 // Readyz: the checks' result (cached for 5 s), and 503 draining at once
-// when the registry drains.
+// when the registry drains, counting the callers' runs a drain lets
+// finish (not the server's own work, such as its cache template's build).
 func TestReadyz(t *testing.T) {
-	o, svc, b := newOps(t)
+	o, svc, b := newOpsOn(t, &scripted{Native: &backend.Native{}, scripts: make(chan *script, 1), templates: make(chan *script, 1)})
+	var build *script
+	select {
+	case build = <-b.templates:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the cache template's build did not start")
+	}
+	defer build.emit(runner.Event{Type: runner.EventExit, ExitCode: 1})
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(svc.Sessions().StateDir(), &st); err != nil || int64(st.Bavail)*int64(st.Bsize) < service.MinFreeBytes {
 		t.Skip("the temporary directory has too little free space for the readiness probe's disk check")
@@ -259,10 +278,21 @@ func TestReadyz(t *testing.T) {
 		t.Errorf("the cached result: %d %v", code, v)
 	}
 	// Draining: at once, whatever is cached.
+	run, err := svc.Start(context.Background(), service.Request{Op: "execute_code", Kind: "command", ByID: true,
+		Caller: service.Caller{Principal: "key:one"}, Command: &service.CommandArgs{Command: "observe me"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := <-b.scripts
 	svc.Sessions().Drain()
 	code, v = readyz()
-	if code != 503 || v["status"] != "draining" || v["running_executions"] != float64(0) {
-		t.Errorf("a draining server: %d %v", code, v)
+	if code != 503 || v["status"] != "draining" || v["running_executions"] != float64(1) {
+		t.Errorf("a draining server with a caller's run and its own build running: %d %v", code, v)
+	}
+	s.emit(runner.Event{Type: runner.EventExit})
+	<-run.Exec.Done()
+	if code, v = readyz(); code != 503 || v["status"] != "draining" || v["running_executions"] != float64(0) {
+		t.Errorf("a drained server: %d %v", code, v)
 	}
 }
 

@@ -45,7 +45,7 @@ func (s *Service) Ready(ctx context.Context) (bool, map[string]Check) {
 	p.Limits.Timeout = 0
 	spec := runner.Spec{Version: runner.SpecVersion, Argv: []string{"/bin/true"}, Cwd: runner.SandboxTmp, PrivateCwd: true, Policy: p, Stdin: runner.StdinNull}
 	start := time.Now()
-	e, err := s.mgr.StartWith(executions.Owner{Key: "readyz"}, "readiness probe", spec, s.sandbox)
+	e, err := s.mgr.StartWith(executions.Owner{Key: probeOwner}, "readiness probe", spec, s.sandbox)
 	if err != nil {
 		fail("sandbox", err.Error())
 	} else {

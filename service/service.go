@@ -194,13 +194,18 @@ func New(cfg Config, mgr *executions.Manager) *Service {
 	return s
 }
 
-// serverOwner owns the executions the server starts for itself.
-const serverOwner = "server"
+// serverOwner owns the executions the server starts for itself;
+// probeOwner the readiness probe's (an owner of its own: a probe never
+// waits for the server's per-owner slots).
+const (
+	serverOwner = "server"
+	probeOwner  = "readyz"
+)
 
 // CallersRunning is how many executions callers started are not done
-// (the server's own work aside).
+// (the server's own work and its readiness probes aside).
 func (s *Service) CallersRunning() int {
-	return s.mgr.Running() - s.mgr.RunningOf(serverOwner)
+	return s.mgr.Running() - s.mgr.RunningOf(serverOwner) - s.mgr.RunningOf(probeOwner)
 }
 
 // StopBackground cancels the work the server does for itself (the cache
@@ -314,7 +319,7 @@ func (s *Service) RunsOn() string { return s.backend.Runs() }
 
 // Stats are the server's gauges.
 type Stats struct {
-	Running       int   // executions running
+	Running       int   // executions callers started, running (the server's own work, as its cache template's build, aside)
 	Sessions      int   // data sessions open (pooled ones not included)
 	WarmReady     int   // sessions waiting in the warm pool
 	RetainedBytes int64 // output the executions hold
@@ -330,7 +335,7 @@ func (s *Service) Stats() Stats {
 	if s.reg.Volumes() {
 		fs = "filesystem"
 	}
-	return Stats{Running: s.mgr.Running(), Sessions: s.reg.Count(), WarmReady: s.WarmReady(), RetainedBytes: s.mgr.RetainedBytes(), Draining: s.reg.Draining(), WorkspaceFS: fs}
+	return Stats{Running: s.CallersRunning(), Sessions: s.reg.Count(), WarmReady: s.WarmReady(), RetainedBytes: s.mgr.RetainedBytes(), Draining: s.reg.Draining(), WorkspaceFS: fs}
 }
 
 // WarmReady is how many sessions wait in the warm pool.
