@@ -164,3 +164,47 @@ func waitRunning(t *testing.T, base string, n int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A draining server lets go of the sandboxes it started ahead of calls at
+// once and starts none after the drain's last runs: what it keeps ahead of
+// need is for calls that will not come, and a runner still starting one
+// when the server exits works in its cache behind its back. (Before, the
+// last run's runner started another one during the drain.)
+func TestDrainLetsGoOfSandboxesStartedAhead(t *testing.T) {
+	parallel(t)
+	s := startServe(t, append([]string{"--backend", "native", "--drain-timeout", "20s"}, prestartFlags...)...)
+	base := strings.TrimSuffix(s.url, "/mcp")
+	c := sessionClient(t, s.url, "", false)
+	primed(t, s, executeOK(t, c), map[string]any{"command": "true"})
+	waitingStages(t, s)
+	// Of another shape (its limits): the waiting sandbox stays unclaimed.
+	if v, isErr := callTool(t, c, "execute_code_async", map[string]any{"command": "sleep 3", "timeout_seconds": 50}); isErr {
+		t.Fatalf("execute_code_async: %v", v)
+	}
+	waitRunning(t, base, 1)
+	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	server := s.cmd.Process.Pid
+	deadline := time.Now().Add(2 * time.Second)
+	for len(stagesUnder(server)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("2 s into the drain, sandboxes started ahead still wait: stages %v", stagesUnder(server))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- s.wait() }()
+	for stop := time.After(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		select {
+		case <-exited:
+			return
+		case <-stop:
+			t.Fatal("the drained server did not exit")
+		default:
+		}
+		if found := stagesUnder(server); len(found) > 0 {
+			t.Fatalf("a sandbox was started ahead during the drain (after its last run): stages %v", found)
+		}
+	}
+}

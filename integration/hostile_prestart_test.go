@@ -62,31 +62,36 @@ func statOf(pool map[string]any, k string) int {
 // so; on a loaded machine a call between the two starts cold).
 func waitingStages(t *testing.T, s *mcpServer) []int {
 	t.Helper()
-	server := s.cmd.Process.Pid
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		var found []int
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); string(cmd) != "/proc/self/fd/6\x00__srt-exec\x00" {
-				continue
-			}
-			for a := pid; a > 1; a = ppidOf(a) {
-				if a == server {
-					found = append(found, pid)
-					break
-				}
-			}
-		}
-		if len(found) > 0 && statOf(prestartStats(t, s), "ready") >= len(found) {
+		if found := stagesUnder(s.cmd.Process.Pid); len(found) > 0 && statOf(prestartStats(t, s), "ready") >= len(found) {
 			return found
 		}
 	}
 	t.Fatal("no pre-started sandbox is waiting under the server")
 	return nil
+}
+
+// stagesUnder lists the exec stages waiting for a command under the
+// process server (a stage running one has exec'd it).
+func stagesUnder(server int) []int {
+	var found []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); string(cmd) != "/proc/self/fd/6\x00__srt-exec\x00" {
+			continue
+		}
+		for a := pid; a > 1; a = ppidOf(a) {
+			if a == server {
+				found = append(found, pid)
+				break
+			}
+		}
+	}
+	return found
 }
 
 func ppidOf(pid int) int {

@@ -128,7 +128,11 @@ func startServeEnv(t *testing.T, env []string, extra ...string) (*mcpServer, err
 		case err := <-exited:
 			exited <- err
 		case <-time.After(10 * time.Second):
+			// Gone before its directories go: until it has exited its
+			// runners live, and a runner starting a sandbox recreates the
+			// cache the test's clean-up is removing.
 			_ = cmd.Process.Kill()
+			exited <- <-exited
 		}
 	})
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {

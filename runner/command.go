@@ -283,6 +283,13 @@ type Pool struct {
 	// hands an execution to a runner holding one of its shape.
 	prestart bool
 
+	// ending counts the runners being ended (letGo): Close waits for
+	// them, so that none is left working in the server's cache once it
+	// returns (endMu: letGo is called with mu held).
+	endMu  sync.Mutex
+	ended  sync.Cond
+	ending int
+
 	mu      sync.Mutex
 	idle    []*spawned
 	filling int
@@ -338,6 +345,7 @@ const (
 // (cmd/srt-mcp-stage); "" means the runner's own.
 func NewPool(binary, stage string, size int) *Pool {
 	p := &Pool{binary: binary, stage: stage, size: size, busyLimit: prestartBusyLimit}
+	p.ended.L = &p.endMu
 	p.refill()
 	return p
 }
@@ -388,7 +396,7 @@ func (p *Pool) Drain() {
 	p.idle = nil
 	p.mu.Unlock()
 	for _, r := range idle {
-		go r.discard()
+		p.letGo(r)
 	}
 	p.refill()
 }
@@ -512,7 +520,7 @@ func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 		r = p.idle[pick]
 		p.idle = append(p.idle[:pick], p.idle[pick+1:]...)
 		if !r.alive() {
-			go r.discard()
+			p.letGo(r)
 			r = nil
 		}
 	}
@@ -520,7 +528,7 @@ func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 	p.mu.Unlock()
 	if r != nil && r.runs > 0 {
 		if err := r.rearm(); err != nil {
-			go r.discard()
+			p.letGo(r)
 			r = nil
 		}
 	}
@@ -604,7 +612,7 @@ func (p *Pool) done(r *spawned) {
 	}
 	p.mu.Unlock()
 	if r != nil && !keep {
-		go r.discard()
+		p.letGo(r)
 	}
 	p.refill()
 }
@@ -620,7 +628,7 @@ func (p *Pool) trim() {
 	}
 	p.mu.Unlock()
 	for _, r := range drop {
-		r.discard()
+		p.letGo(r)
 	}
 }
 
@@ -641,22 +649,47 @@ func (p *Pool) refill() {
 			}
 			p.mu.Unlock()
 			if r != nil {
-				r.discard()
+				p.letGo(r)
 			}
 		}()
 	}
 }
 
-// Close ends the waiting runners; Start still works, without a pool.
+// letGo ends r in the background (Close waits for it).
+func (p *Pool) letGo(r *spawned) {
+	p.endMu.Lock()
+	p.ending++
+	p.endMu.Unlock()
+	go func() {
+		r.discard()
+		p.endMu.Lock()
+		if p.ending--; p.ending == 0 {
+			p.ended.Broadcast()
+		}
+		p.endMu.Unlock()
+	}()
+}
+
+// Close ends the waiting runners and the sandboxes they started ahead,
+// starts none any more (a draining server's last runs start their own),
+// and returns once every runner the pool let go has exited; the runners
+// still serving an execution are ended when it ends. Start still works,
+// without a pool.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	p.closed = true
+	p.prestart = false
 	idle := p.idle
 	p.idle = nil
 	p.mu.Unlock()
 	for _, r := range idle {
-		r.discard()
+		p.letGo(r)
 	}
+	p.endMu.Lock()
+	for p.ending > 0 {
+		p.ended.Wait()
+	}
+	p.endMu.Unlock()
 }
 
 func (p *Process) readEvents(r *os.File) {

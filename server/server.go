@@ -441,7 +441,7 @@ func Run(ctx context.Context, o Options) error {
 	svc.WatchCeiling(func(policy.Policy) { pool.Drain() })
 	defer svc.Shutdown() // before the registry's: the warm pool stops filling first
 	srv := mcpserver.New(mcpserver.Config{Logger: logger, Version: o.Version, Tools: o.Tools, ReplyChars: o.ReplyChars}, svc)
-	ctx, stop := drainOnSignal(ctx, logger, svc, o.DrainTimeout)
+	ctx, stop := drainOnSignal(ctx, logger, svc, o.DrainTimeout, pool.Close)
 	defer stop()
 	if s := o.Settings; s != nil {
 		if err := settings.Watch(ctx, s.File, s.Keys, logger, s.Ceiling, svc.SetCeiling); err != nil {
@@ -512,8 +512,10 @@ func maxConnections() int {
 // running executions get up to timeout to finish while their sessions
 // keep being served, and a second later (for the last results to be
 // fetched; at once when none was running) the context ends. The server's
-// own background work is cancelled. A second signal ends it at once.
-func drainOnSignal(parent context.Context, logger *slog.Logger, svc *service.Service, timeout time.Duration) (context.Context, func()) {
+// own background work is cancelled, and so is what it keeps ahead of need
+// (stopAhead: the runner pool, with the sandboxes started ahead): the
+// drain's last runs start their own. A second signal ends it at once.
+func drainOnSignal(parent context.Context, logger *slog.Logger, svc *service.Service, timeout time.Duration, stopAhead func()) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(parent)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -526,6 +528,7 @@ func drainOnSignal(parent context.Context, logger *slog.Logger, svc *service.Ser
 		}
 		svc.Sessions().Drain()
 		svc.StopBackground()
+		stopAhead()
 		mgr := svc.Manager()
 		running := svc.CallersRunning()
 		logger.Info("draining: no new sessions; waiting for running executions", "running", running, "drain_timeout", timeout.String())
