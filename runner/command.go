@@ -337,6 +337,8 @@ const (
 	maxIdleRunners = 32
 	idleRunnerTTL  = 10 * time.Second
 	returnSoon     = 2 * time.Second
+	// closeWait bounds how long Close waits for the runners it ended.
+	closeWait = 5 * time.Second
 )
 
 // NewPool keeps size runners of binary ("": this executable) waiting; size
@@ -672,9 +674,9 @@ func (p *Pool) letGo(r *spawned) {
 
 // Close ends the waiting runners and the sandboxes they started ahead,
 // starts none any more (a draining server's last runs start their own),
-// and returns once every runner the pool let go has exited; the runners
-// still serving an execution are ended when it ends. Start still works,
-// without a pool.
+// and returns once every runner the pool let go has exited (closeWait at
+// most); the runners still serving an execution are ended when it ends.
+// Start still works, without a pool.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	p.closed = true
@@ -685,11 +687,21 @@ func (p *Pool) Close() {
 	for _, r := range idle {
 		p.letGo(r)
 	}
-	p.endMu.Lock()
-	for p.ending > 0 {
-		p.ended.Wait()
+	// Bounded: a runner the kernel cannot end at once (blocked on a
+	// filesystem) must not hold the server's exit.
+	gone := make(chan struct{})
+	go func() {
+		p.endMu.Lock()
+		for p.ending > 0 {
+			p.ended.Wait()
+		}
+		p.endMu.Unlock()
+		close(gone)
+	}()
+	select {
+	case <-gone:
+	case <-time.After(closeWait):
 	}
-	p.endMu.Unlock()
 }
 
 func (p *Process) readEvents(r *os.File) {
