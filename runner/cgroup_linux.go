@@ -414,9 +414,9 @@ func (c *sandboxCgroup) contains(pid int) bool {
 // remove deletes the cgroup directories. Right after bwrap's exit the
 // kernel often still counts the sandbox's last processes in (rmdir says
 // EBUSY with cgroup.procs already empty; measured: free 1–3 ms later), so
-// those are retried in the background, off the run's path, while the
-// runner lives; a pooled runner lives on. What a runner leaves when it
-// exits first (or crashes) is for sweepStale.
+// those are retried in the background, off the run's path; a runner
+// waits for them before it exits (runnerMain). What a runner killed
+// meanwhile (or crashed) leaves is for sweepStale.
 func (c *sandboxCgroup) remove() {
 	if c == nil {
 		return
@@ -425,7 +425,11 @@ func (c *sandboxCgroup) remove() {
 		f.Close()
 	}
 	if busy := rmdirAll(c.dirs); len(busy) > 0 {
-		go removeWhenFree(busy)
+		cgroupRemovals.Add(1)
+		go func() {
+			defer cgroupRemovals.Add(-1)
+			removeWhenFree(busy)
+		}()
 	}
 }
 

@@ -246,15 +246,27 @@ func (r *spawned) run(body []byte, sink func(Event), pool *Pool) *Process {
 	return p
 }
 
-// discard ends a runner that waits for an execution.
+// discard ends a runner that waits for an execution: EOF on its spec or
+// its hand-off socket, and it exits once it has taken down the sandbox it
+// started ahead and removed its runs' cgroups (the kernel may hold them a
+// few milliseconds after a sandbox's end); killed only if it has not
+// exited after discardGrace (a killed runner leaves them to the sweep).
 func (r *spawned) discard() {
 	for _, f := range []*os.File{r.specW, r.ctlW, r.hand} {
 		if f != nil {
-			f.Close() // EOF on its spec or its hand-off socket: it exits
+			f.Close()
 		}
 	}
-	_ = r.cmd.Process.Kill()
+	exited := make(chan struct{})
+	go func() {
+		select {
+		case <-exited:
+		case <-time.After(discardGrace):
+			_ = r.cmd.Process.Kill()
+		}
+	}()
 	_ = r.cmd.Wait()
+	close(exited)
 	if r.evR != nil {
 		r.evR.Close()
 	}
@@ -337,8 +349,10 @@ const (
 	maxIdleRunners = 32
 	idleRunnerTTL  = 10 * time.Second
 	returnSoon     = 2 * time.Second
-	// closeWait bounds how long Close waits for the runners it ended.
-	closeWait = 5 * time.Second
+	// closeWait bounds how long Close waits for the runners it ended;
+	// discardGrace how long one is given to exit by itself.
+	closeWait    = 5 * time.Second
+	discardGrace = 5 * time.Second
 )
 
 // NewPool keeps size runners of binary ("": this executable) waiting; size

@@ -11,7 +11,9 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -84,6 +86,17 @@ func prewarm() {
 	_, _ = FindBwrap()
 }
 
+// cgroupRemovals counts the cgroup removals retried in the background
+// (the kernel still counted a sandbox's last processes in).
+var cgroupRemovals atomic.Int64
+
+// awaitCgroupRemovals waits, 5 s at most, for those to end.
+func awaitCgroupRemovals() {
+	for deadline := time.Now().Add(5 * time.Second); cgroupRemovals.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // runnerMain is "srt-mcp __runner": one execution, driven over fds 3-5 (see
 // the protocol diagram in protocol.go), and with a hand-off socket in argv
 // the next ones too (handoff.go).
@@ -113,6 +126,10 @@ func runnerMain(opts Options) int {
 			defer runtime.KeepAlive(stage)
 		}
 	}
+	// The runs' cgroups the kernel had not let go of yet are removed
+	// before the runner goes (a pool ends a runner it lets go by closing
+	// its hand-off socket, and kills it only if it does not exit).
+	defer awaitCgroupRemovals()
 	hand := handoffFD(os.Args[2:])
 	prewarm()
 	// next is the sandbox started for the next run, once the last run
