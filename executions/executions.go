@@ -705,6 +705,19 @@ func (m *Manager) Running() int {
 	return m.total
 }
 
+// RunningExcept is how many executions are not done, those of owners
+// aside (read at one moment: a difference of separate reads can be off
+// by one, below zero even, while those owners' runs start and end).
+func (m *Manager) RunningExcept(owners ...string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.total
+	for _, o := range owners {
+		n -= m.running[o]
+	}
+	return n
+}
+
 // RunningOf is how many of owner's executions are not done.
 func (m *Manager) RunningOf(owner string) int {
 	m.mu.Lock()

@@ -259,3 +259,28 @@ func TestRetainedOutputShare(t *testing.T) {
 		t.Fatalf("%d bytes held", b)
 	}
 }
+
+// RunningExcept leaves the named owners' runs out of the count.
+func TestRunningExcept(t *testing.T) {
+	var mu sync.Mutex
+	var started []*script
+	m := NewManager(Config{MaxConcurrent: 5, MaxPerOwner: 2, Retention: time.Minute, Start: func(spec runner.Spec, sink func(runner.Event)) (runner.Handle, error) {
+		s := &script{sink: sink, done: make(chan struct{}), cancel: make(chan bool, 1)}
+		mu.Lock()
+		started = append(started, s)
+		mu.Unlock()
+		return handle{s}, nil
+	}})
+	for _, o := range []string{"server", "readyz", "a", "a", "b"} {
+		if _, err := m.Start(Owner{Key: o}, "x", runner.Spec{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := m.RunningExcept("server", "readyz"); n != 3 {
+		t.Fatalf("RunningExcept = %d, want the callers' 3", n)
+	}
+	started[2].emit(runner.EventExit, "")
+	if n, all := m.RunningExcept("server", "readyz"), m.Running(); n != 2 || all != 4 {
+		t.Fatalf("after one of a's ended: %d of %d, want 2 of 4", n, all)
+	}
+}

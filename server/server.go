@@ -527,10 +527,12 @@ func drainOnSignal(parent context.Context, logger *slog.Logger, svc *service.Ser
 			return
 		}
 		svc.Sessions().Drain()
-		svc.StopBackground()
-		stopAhead()
-		mgr := svc.Manager()
 		running := svc.CallersRunning()
+		svc.StopBackground()
+		// In the background: its wait for the runners it ends must not
+		// hold the drain's clock or a second signal.
+		go stopAhead()
+		mgr := svc.Manager()
 		logger.Info("draining: no new sessions; waiting for running executions", "running", running, "drain_timeout", timeout.String())
 		deadline := time.NewTimer(timeout)
 		defer deadline.Stop()

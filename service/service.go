@@ -205,7 +205,7 @@ const (
 // CallersRunning is how many executions callers started are not done
 // (the server's own work and its readiness probes aside).
 func (s *Service) CallersRunning() int {
-	return s.mgr.Running() - s.mgr.RunningOf(serverOwner) - s.mgr.RunningOf(probeOwner)
+	return s.mgr.RunningExcept(serverOwner, probeOwner)
 }
 
 // StopBackground cancels the work the server does for itself (the cache
