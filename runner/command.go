@@ -301,6 +301,9 @@ type Pool struct {
 	endMu  sync.Mutex
 	ended  sync.Cond
 	ending int
+	// busy are the executions its runners serve (Close tells them to start
+	// no sandbox ahead when they end).
+	busy map[*Process]bool
 
 	mu      sync.Mutex
 	idle    []*spawned
@@ -360,7 +363,7 @@ const (
 // stage that is not "" is the binary their sandboxes run inside
 // (cmd/srt-mcp-stage); "" means the runner's own.
 func NewPool(binary, stage string, size int) *Pool {
-	p := &Pool{binary: binary, stage: stage, size: size, busyLimit: prestartBusyLimit}
+	p := &Pool{binary: binary, stage: stage, size: size, busyLimit: prestartBusyLimit, busy: map[*Process]bool{}}
 	p.ended.L = &p.endMu
 	p.refill()
 	return p
@@ -567,6 +570,13 @@ func (p *Pool) Start(spec Spec, sink func(Event)) (*Process, error) {
 	h.mu.Lock()
 	h.soonTimer = t
 	h.mu.Unlock()
+	p.mu.Lock()
+	p.busy[h] = true
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		_ = h.control(Control{Type: CtlNoPrestart})
+	}
 	return h, nil
 }
 
@@ -595,6 +605,9 @@ func (p *Process) endSoon() {
 		t.Stop()
 	}
 	p.uncount()
+	p.pool.mu.Lock()
+	delete(p.pool.busy, p)
+	p.pool.mu.Unlock()
 }
 
 // notSoon: the execution runs long; its runner no longer counts as idle.
@@ -697,9 +710,17 @@ func (p *Pool) Close() {
 	p.prestart = false
 	idle := p.idle
 	p.idle = nil
+	busy := make([]*Process, 0, len(p.busy))
+	for h := range p.busy {
+		busy = append(busy, h)
+	}
 	p.mu.Unlock()
 	for _, r := range idle {
 		p.letGo(r)
+	}
+	// The runs going on were told to start a sandbox ahead when they end.
+	for _, h := range busy {
+		_ = h.control(Control{Type: CtlNoPrestart})
 	}
 	// Bounded: a runner the kernel cannot end at once (blocked on a
 	// filesystem) must not hold the server's exit.

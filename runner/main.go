@@ -227,6 +227,7 @@ func serveOne(specF, evF, ctlF *os.File, opts Options, stageErr string) Spec {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	run, _ := Start(ctx, spec, sink, opts)
+	var noPrestart atomic.Bool
 	go func() {
 		sc := bufio.NewScanner(ctlF)
 		sc.Buffer(make([]byte, 64<<10), 8<<20)
@@ -248,6 +249,8 @@ func serveOne(specF, evF, ctlF *os.File, opts Options, stageErr string) Spec {
 				}
 			case CtlCancel:
 				run.Cancel(c.Force)
+			case CtlNoPrestart:
+				noPrestart.Store(true)
 			}
 		}
 		// The parent is gone (or closed control): nobody is left to
@@ -257,6 +260,9 @@ func serveOne(specF, evF, ctlF *os.File, opts Options, stageErr string) Spec {
 	}()
 	if e := run.Wait(); e.Type == EventError {
 		return Spec{} // a run that could not start: no sandbox of its shape
+	}
+	if noPrestart.Load() {
+		spec.Prestart = false
 	}
 	return spec
 }

@@ -398,6 +398,9 @@ const (
 	CtlResize     = "resize"      // Rows, Cols
 	CtlSignal     = "signal"      // Signal: e.g. "SIGINT", to every process in the sandbox
 	CtlCancel     = "cancel"      // Force: SIGKILL now instead of SIGTERM + grace
+	// CtlNoPrestart: start no sandbox ahead when this run ends, whatever
+	// its spec said (the pool closed: its server is draining).
+	CtlNoPrestart = "no_prestart"
 )
 
 // Control is one parent-to-runner message.
