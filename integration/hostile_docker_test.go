@@ -56,13 +56,8 @@ func containerOf(t *testing.T, sid string) string {
 // containerProcs lists the host pids of a container's processes.
 func containerProcs(cid string) []int {
 	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cgroup")
+	for _, pid := range hostPIDs() {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 		if err == nil && cid != "" && bytes.Contains(b, []byte(cid)) {
 			out = append(out, pid)
 		}

@@ -71,16 +71,23 @@ func waitingStages(t *testing.T, s *mcpServer) []int {
 	return nil
 }
 
+// hostPIDs lists the pids of every process this test's /proc shows.
+func hostPIDs() []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 // stagesUnder lists the exec stages waiting for a command under the
 // process server (a stage running one has exec'd it).
 func stagesUnder(server int) []int {
 	var found []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range hostPIDs() {
 		if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); string(cmd) != "/proc/self/fd/6\x00__srt-exec\x00" {
 			continue
 		}

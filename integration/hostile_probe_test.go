@@ -7,6 +7,7 @@ package integration
 // start-up.
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,17 +53,12 @@ func killDuringProbe(t *testing.T, state string, until func(pid int) string) (st
 // under dir.
 func processesIn(dir string) []string {
 	var out []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+	for _, pid := range hostPIDs() {
+		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
 		if err != nil || !strings.HasPrefix(cwd, dir+"/") {
 			continue
 		}
-		argv, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		out = append(out, strconv.Itoa(pid)+": "+strings.Join(strings.Split(strings.TrimRight(string(argv), "\x00"), "\x00"), " "))
 	}
 	return out
