@@ -107,7 +107,7 @@ func (b *Backend) start(bx backend.Box, spec runner.Spec, sink func(runner.Event
 		stage.OpenFiles = uint64(l.MaxOpenFiles)
 	}
 	if b.cgroups {
-		stage.Cgroup = name
+		stage.Cgroup, stage.CgroupHierarchies = name, runCgroupHierarchies()
 	}
 	// The stage enters the working directory, in a run started for it as
 	// in one started ahead (whose exec's own is fixed before the run).

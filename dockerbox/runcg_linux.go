@@ -71,6 +71,39 @@ func newRunCgroup(pid int, name string) (*runCgroup, error) {
 	if err != nil {
 		return nil, err
 	}
+	c := planRunCgroup(b, name)
+	if len(c.dirs) == 0 {
+		return nil, errors.New("no cgroup hierarchy to hold the run (neither cgroup v2 nor v1 freezer/pids is mounted)")
+	}
+	for _, d := range c.dirs {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			c.remove()
+			return nil, fmt.Errorf("run cgroup %s: %w", d, err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			c.remove()
+			return nil, fmt.Errorf("move the run into %s: %w", d, err)
+		}
+	}
+	return c, nil
+}
+
+// runCgroupHierarchies is how many hierarchies newRunCgroup moves a run
+// into (cgroup v1: freezer and pids, one at a time): the exec stage waits
+// until its /proc/self/cgroup names the run's cgroup in all of them, not
+// only the first (its command would start before it is in the others).
+func runCgroupHierarchies() int {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return 1
+	}
+	return max(1, len(planRunCgroup(b, "x").dirs))
+}
+
+// planRunCgroup is the run's cgroup directories beside those of a process
+// whose /proc/PID/cgroup is cgroupFile (nothing made yet).
+func planRunCgroup(cgroupFile []byte, name string) *runCgroup {
+	b := cgroupFile
 	v2mnt, v1mnt := cgroupMounts()
 	c := &runCgroup{}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
@@ -96,20 +129,7 @@ func newRunCgroup(pid int, name string) (*runCgroup, error) {
 			}
 		}
 	}
-	if len(c.dirs) == 0 {
-		return nil, errors.New("no cgroup hierarchy to hold the run (neither cgroup v2 nor v1 freezer/pids is mounted)")
-	}
-	for _, d := range c.dirs {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			c.remove()
-			return nil, fmt.Errorf("run cgroup %s: %w", d, err)
-		}
-		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
-			c.remove()
-			return nil, fmt.Errorf("move the run into %s: %w", d, err)
-		}
-	}
-	return c, nil
+	return c
 }
 
 // procs lists the run's processes (host pids).

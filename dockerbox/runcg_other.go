@@ -10,6 +10,8 @@ import (
 // runCgroup: Docker's containers, and their cgroups, are Linux.
 type runCgroup struct{}
 
+func runCgroupHierarchies() int { return 1 }
+
 func newRunCgroup(int, string) (*runCgroup, error) {
 	return nil, errors.New("run cgroups are Linux-only")
 }

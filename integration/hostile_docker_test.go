@@ -381,3 +381,29 @@ func TestHostileDockerKilledServer(t *testing.T) {
 		t.Errorf("volumes were left behind: before %q after %q", volsBefore, volsAfter)
 	}
 }
+
+// A run's command starts only once it is in every cgroup hierarchy of its
+// run (cgroup v1: freezer, then pids): the exec stage went on as soon as
+// the first move named its cgroup, so under load a command ran (and could
+// fork) before it was in the others, and one that ended at once made the
+// server's second move fail: a missing interpreter was reported
+// sandbox_failed instead of command_not_found (seen in TestDataMissingPython).
+func TestHostileDockerCommandStartsInEveryRunCgroup(t *testing.T) {
+	parallel(t)
+	d := startData(t, append(dockerArgs(t), "--sandbox-pool", "0")) // every run starts its own stage
+	sid := d.upload("", "a.txt", "a")
+	for i := 0; i < 15; i++ {
+		out := stdoutOf(d.wantErrorless("execute_code", map[string]any{"session_id": sid, "command": "cat /proc/self/cgroup"}))
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			parts := strings.SplitN(line, ":", 3)
+			if len(parts) != 3 {
+				continue
+			}
+			ctl := "," + parts[1] + ","
+			inRun := strings.Contains(parts[2], "/srt-run-")
+			if (strings.Contains(ctl, ",freezer,") || strings.Contains(ctl, ",pids,") || parts[1] == "" && !strings.Contains(out, "freezer")) && !inRun {
+				t.Fatalf("run %d: the command started outside its run's cgroup in a hierarchy:\n%s", i, out)
+			}
+		}
+	}
+}

@@ -25,8 +25,10 @@ type DockerExec struct {
 	V    int      `json:"v"`
 	Argv []string `json:"argv"`
 	// Cgroup is a name the stage waits to see in /proc/self/cgroup before
-	// it does anything ("" does not wait).
-	Cgroup string `json:"cgroup,omitempty"`
+	// it does anything ("" does not wait), in CgroupHierarchies lines of it
+	// (cgroup v1: the server moves it into each hierarchy in turn).
+	Cgroup            string `json:"cgroup,omitempty"`
+	CgroupHierarchies int    `json:"cgroup_n,omitempty"`
 	// FileSize and OpenFiles are RLIMIT_FSIZE and RLIMIT_NOFILE (0: as is).
 	FileSize  uint64 `json:"fsize,omitempty"`
 	OpenFiles uint64 `json:"nofile,omitempty"`

@@ -58,7 +58,7 @@ func dockerExecMain() int {
 		deadline := time.Now().Add(20 * time.Second)
 		for {
 			b, _ := os.ReadFile("/proc/self/cgroup")
-			if bytes.Contains(b, []byte(cfg.Cgroup)) {
+			if inCgroup(b, cfg.Cgroup, cfg.CgroupHierarchies) {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -105,4 +105,16 @@ func mark(path string) {
 	if fd, err := unix.Open(path, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600); err == nil {
 		unix.Close(fd)
 	}
+}
+
+// inCgroup reports whether a /proc/self/cgroup names the cgroup name in
+// at least hierarchies of its lines (1 when 0).
+func inCgroup(procCgroup []byte, name string, hierarchies int) bool {
+	n := 0
+	for _, line := range bytes.Split(procCgroup, []byte("\n")) {
+		if bytes.HasSuffix(line, []byte("/"+name)) {
+			n++
+		}
+	}
+	return n >= max(1, hierarchies)
 }
