@@ -297,10 +297,8 @@ type Pool struct {
 
 	// ending counts the runners being ended (letGo): Close waits for
 	// them, so that none is left working in the server's cache once it
-	// returns (endMu: letGo is called with mu held).
-	endMu  sync.Mutex
-	ended  sync.Cond
-	ending int
+	// returns.
+	ending atomic.Int64
 	// busy are the executions its runners serve (Close tells them to start
 	// no sandbox ahead when they end).
 	busy map[*Process]bool
@@ -364,7 +362,6 @@ const (
 // (cmd/srt-mcp-stage); "" means the runner's own.
 func NewPool(binary, stage string, size int) *Pool {
 	p := &Pool{binary: binary, stage: stage, size: size, busyLimit: prestartBusyLimit, busy: map[*Process]bool{}}
-	p.ended.L = &p.endMu
 	p.refill()
 	return p
 }
@@ -686,16 +683,10 @@ func (p *Pool) refill() {
 
 // letGo ends r in the background (Close waits for it).
 func (p *Pool) letGo(r *spawned) {
-	p.endMu.Lock()
-	p.ending++
-	p.endMu.Unlock()
+	p.ending.Add(1)
 	go func() {
+		defer p.ending.Add(-1)
 		r.discard()
-		p.endMu.Lock()
-		if p.ending--; p.ending == 0 {
-			p.ended.Broadcast()
-		}
-		p.endMu.Unlock()
 	}()
 }
 
@@ -724,19 +715,7 @@ func (p *Pool) Close() {
 	}
 	// Bounded: a runner the kernel cannot end at once (blocked on a
 	// filesystem) must not hold the server's exit.
-	gone := make(chan struct{})
-	go func() {
-		p.endMu.Lock()
-		for p.ending > 0 {
-			p.ended.Wait()
-		}
-		p.endMu.Unlock()
-		close(gone)
-	}()
-	select {
-	case <-gone:
-	case <-time.After(closeWait):
-	}
+	awaitNone(&p.ending, closeWait)
 }
 
 func (p *Process) readEvents(r *os.File) {

@@ -90,9 +90,9 @@ func prewarm() {
 // (the kernel still counted a sandbox's last processes in).
 var cgroupRemovals atomic.Int64
 
-// awaitCgroupRemovals waits, 5 s at most, for those to end.
-func awaitCgroupRemovals() {
-	for deadline := time.Now().Add(5 * time.Second); cgroupRemovals.Load() > 0 && time.Now().Before(deadline); {
+// awaitNone waits until what n counts is done, for at most limit.
+func awaitNone(n *atomic.Int64, limit time.Duration) {
+	for deadline := time.Now().Add(limit); n.Load() > 0 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 }
@@ -129,7 +129,7 @@ func runnerMain(opts Options) int {
 	// The runs' cgroups the kernel had not let go of yet are removed
 	// before the runner goes (a pool ends a runner it lets go by closing
 	// its hand-off socket, and kills it only if it does not exit).
-	defer awaitCgroupRemovals()
+	defer awaitNone(&cgroupRemovals, 5*time.Second)
 	hand := handoffFD(os.Args[2:])
 	prewarm()
 	// next is the sandbox started for the next run, once the last run
