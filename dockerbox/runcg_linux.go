@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -92,21 +93,21 @@ func newRunCgroup(pid int, name string) (*runCgroup, error) {
 // into (cgroup v1: freezer and pids, one at a time): the exec stage waits
 // until its /proc/self/cgroup names the run's cgroup in all of them, not
 // only the first (its command would start before it is in the others).
-func runCgroupHierarchies() int {
+// The hierarchies are the host's: found once, not per run.
+var runCgroupHierarchies = sync.OnceValue(func() int {
 	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return 1
 	}
 	return max(1, len(planRunCgroup(b, "x").dirs))
-}
+})
 
 // planRunCgroup is the run's cgroup directories beside those of a process
 // whose /proc/PID/cgroup is cgroupFile (nothing made yet).
 func planRunCgroup(cgroupFile []byte, name string) *runCgroup {
-	b := cgroupFile
 	v2mnt, v1mnt := cgroupMounts()
 	c := &runCgroup{}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(string(cgroupFile)), "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 || strings.Contains(parts[2], "..") {
 			continue
